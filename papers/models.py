@@ -1,0 +1,186 @@
+"""arXiv records as stored: categories, papers (one row per canonical arXiv identifier), their
+versions, authors with ordered authorships, and the affiliations given on each paper."""
+
+from django.db import models
+from django.urls import reverse
+
+from topicsite.models import TimeStampedModel
+
+from .querysets import PaperQuerySet
+
+
+class Category(models.Model):
+    """An arXiv category by its canonical code (``cs.CL``, ``hep-th``, ``math-ph``).
+
+    Aliases (``math.MP``) and subsumed legacy archives (``cmp-lg``) are resolved to canonical codes
+    before anything is stored, so only canonical codes appear here.
+    """
+
+    code = models.CharField(max_length=32, unique=True)
+    name = models.CharField(max_length=200)
+    archive = models.CharField(max_length=32, db_index=True)
+    archive_name = models.CharField(max_length=200)
+    group = models.CharField(max_length=32)
+    group_name = models.CharField(max_length=200)
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["code"]
+        verbose_name_plural = "categories"
+
+    def __str__(self):
+        return f"{self.code} ({self.name})"
+
+
+class Paper(TimeStampedModel):
+    """One paper, whatever the source or version it came from.
+
+    ``arxiv_id`` is the canonical identifier without version (``2409.01234``, ``hep-th/9901001``);
+    papers imported from outside arXiv (the reference page) have none and are keyed by
+    ``import_key`` instead. ``submitted`` is the v1 date, ``updated`` the latest version's date.
+    """
+
+    arxiv_id = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    import_key = models.CharField(max_length=128, unique=True, null=True, blank=True)
+    latest_version = models.PositiveSmallIntegerField(default=1)
+    title = models.TextField()
+    title_raw = models.TextField(blank=True)
+    abstract = models.TextField(blank=True)
+    abstract_raw = models.TextField(blank=True)
+    comments = models.TextField(blank=True)
+    journal_ref = models.TextField(blank=True)
+    doi = models.CharField(max_length=255, blank=True)
+    report_no = models.CharField(max_length=255, blank=True)
+    license = models.CharField(max_length=255, blank=True)
+    submitter = models.CharField(max_length=255, blank=True)
+    primary_category = models.ForeignKey(
+        Category, on_delete=models.PROTECT, related_name="primary_papers"
+    )
+    cross_lists = models.ManyToManyField(Category, related_name="cross_listed_papers", blank=True)
+    submitted = models.DateField(db_index=True)
+    updated = models.DateField(null=True, blank=True)
+    announced = models.DateField(null=True, blank=True)
+    withdrawn = models.BooleanField(default=False, db_index=True)
+    author_count = models.PositiveIntegerField(default=0)
+    affiliation_count = models.PositiveIntegerField(default=0)
+    datestamp = models.DateField(null=True, blank=True, help_text="Last OAI datestamp seen.")
+    source = models.CharField(max_length=32, blank=True, help_text="Format last stored from.")
+
+    objects = PaperQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-submitted", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(arxiv_id__isnull=False) | models.Q(import_key__isnull=False),
+                name="paper_has_identifier",
+            ),
+        ]
+        indexes = [models.Index(fields=["-submitted", "-id"], name="paper_newest_idx")]
+
+    def __str__(self):
+        return f"{self.arxiv_id or self.import_key}: {self.title[:80]}"
+
+    @property
+    def identifier(self) -> str:
+        """The arXiv identifier, or the import key for papers from outside arXiv."""
+        return self.arxiv_id or self.import_key
+
+    def get_absolute_url(self):
+        if self.arxiv_id:
+            return reverse("papers:detail", kwargs={"arxiv_id": self.arxiv_id})
+        return reverse("papers:detail-local", kwargs={"pk": self.pk})
+
+    @property
+    def arxiv_url(self) -> str:
+        return f"https://arxiv.org/abs/{self.arxiv_id}" if self.arxiv_id else ""
+
+
+class PaperVersion(models.Model):
+    """A version of a paper (``number`` 1 is v1); ``submitted`` is when arXiv received it."""
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveSmallIntegerField()
+    submitted = models.DateTimeField(null=True, blank=True)
+    size_kb = models.PositiveIntegerField(null=True, blank=True)
+    source_type = models.CharField(max_length=8, blank=True)
+
+    class Meta:
+        ordering = ["paper", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["paper", "number"], name="unique_paper_version"),
+        ]
+
+    def __str__(self):
+        return f"{self.paper.identifier}v{self.number}"
+
+
+class Author(models.Model):
+    """A person by the display name sources give (``Naoum C. Bacalis``)."""
+
+    name = models.CharField(max_length=300, unique=True)
+    keyname = models.CharField(max_length=200, blank=True)
+    forenames = models.CharField(max_length=200, blank=True)
+    suffix = models.CharField(max_length=50, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Affiliation(models.Model):
+    """An institution by the name given on papers."""
+
+    name = models.CharField(max_length=500, unique=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Authorship(models.Model):
+    """An author's place (``position``, 0-based) on a paper, with the affiliations given there."""
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="authorships")
+    author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="authorships")
+    position = models.PositiveIntegerField()
+    affiliations = models.ManyToManyField(Affiliation, blank=True, related_name="authorships")
+
+    class Meta:
+        ordering = ["paper", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["paper", "position"], name="unique_author_position"),
+        ]
+
+    def __str__(self):
+        return f"{self.author} on {self.paper.identifier}"
+
+
+class PaperAffiliation(models.Model):
+    """The affiliations of a paper, in order of first mention (0-based ``position``).
+
+    Derived from authorships for arXiv records; given directly where a source lists affiliations
+    per paper (the reference page).
+    """
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="paper_affiliations")
+    affiliation = models.ForeignKey(Affiliation, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["paper", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["paper", "position"], name="unique_paper_affiliation_position"
+            ),
+            models.UniqueConstraint(
+                fields=["paper", "affiliation"], name="unique_paper_affiliation"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.affiliation} on {self.paper.identifier}"

@@ -1,0 +1,112 @@
+"""The topic taxonomy and the assignments of papers to topics."""
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from papers.models import Category, Paper
+from topicsite.models import TimeStampedModel
+
+from .querysets import AssignmentQuerySet, TopicQuerySet
+
+
+class Topic(TimeStampedModel):
+    """A node of the taxonomy.
+
+    ``short_name`` is an abbreviation shown before the name in breadcrumbs ("LLM" for "Large
+    Language Model"). ``path`` is the materialised path of primary keys from the root
+    (``"3/17/"``), kept by ``topics.services`` so descendants are one prefix query.
+    The rule: ``rule_query`` (keywords over title and abstract: phrases in quotes, OR, NOT,
+    parentheses) and ``rule_categories`` (papers must have one of them, primary or cross-list).
+    An empty query with categories matches every paper in those categories.
+    """
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=200, unique=True)
+    short_name = models.CharField(max_length=32, blank=True)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
+    path = models.CharField(max_length=255, db_index=True, editable=False, default="")
+    description = models.TextField(blank=True)
+    rule_query = models.TextField(blank=True)
+    rule_categories = models.ManyToManyField(Category, blank=True, related_name="topics")
+    active = models.BooleanField(default=True)
+
+    objects = TopicQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        indexes = [
+            models.Index(
+                fields=["path"], name="topic_path_prefix_idx", opclasses=["varchar_pattern_ops"]
+            )
+        ]
+
+    def __str__(self):
+        return self.display_name
+
+    @property
+    def display_name(self) -> str:
+        """``"LLM: Large Language Model"`` with a short name, else the name."""
+        return f"{self.short_name}: {self.name}" if self.short_name else self.name
+
+    @property
+    def has_rule(self) -> bool:
+        return bool(self.rule_query.strip()) or self.rule_categories.exists()
+
+    def get_absolute_url(self):
+        return reverse("topics:detail", kwargs={"slug": self.slug})
+
+
+class Assignment(TimeStampedModel):
+    """A paper placed in a topic, with where it came from and its state.
+
+    ``source``: rule / classifier / curator / import. ``state``: accepted or rejected.
+    ``score`` is in [0, 1] where a machine produced it. A **curator decision** is an assignment
+    whose ``decided_by`` is set: re-tagging never changes or deletes it.
+    """
+
+    class Source(models.TextChoices):
+        RULE = "rule", "Rule"
+        CLASSIFIER = "classifier", "Classifier"
+        CURATOR = "curator", "Curator"
+        IMPORT = "import", "Import"
+
+    class State(models.TextChoices):
+        ACCEPTED = "accepted", "Accepted"
+        REJECTED = "rejected", "Rejected"
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="assignments")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="assignments")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.ACCEPTED)
+    score = models.FloatField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assignment_decisions",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AssignmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["topic", "paper"]
+        constraints = [
+            models.UniqueConstraint(fields=["paper", "topic"], name="unique_paper_topic"),
+            models.CheckConstraint(
+                condition=models.Q(score__isnull=True) | models.Q(score__gte=0, score__lte=1),
+                name="assignment_score_in_unit_interval",
+            ),
+        ]
+        indexes = [models.Index(fields=["topic", "state"], name="assignment_topic_state_idx")]
+
+    def __str__(self):
+        return f"{self.paper.identifier} → {self.topic.name} ({self.state}, {self.source})"
+
+    @property
+    def is_curator_decision(self) -> bool:
+        return self.decided_by_id is not None

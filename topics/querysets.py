@@ -1,0 +1,31 @@
+"""Chainable reads over topics and assignments: filter and annotate only."""
+
+from django.db import models
+
+
+class TopicQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(active=True)
+
+    def roots(self):
+        return self.filter(parent__isnull=True)
+
+    def subtree(self, topic):
+        """``topic`` and all its descendants."""
+        return self.filter(path__startswith=topic.path)
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def accepted(self):
+        return self.filter(state="accepted")
+
+    def in_subtree(self, topic):
+        """Assignments to ``topic`` or any of its descendants."""
+        return self.filter(topic__path__startswith=topic.path)
+
+    def curator_decisions(self):
+        return self.filter(decided_by__isnull=False)
+
+    def machine_made(self):
+        """Assignments no person has decided: the only ones re-tagging may change."""
+        return self.filter(decided_by__isnull=True)

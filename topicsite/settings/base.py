@@ -1,0 +1,148 @@
+"""Settings shared by every environment. Everything that varies comes from the environment.
+
+Variables: ``DATABASE_URL`` (unset: a SQLite file under ``var/``), ``REDIS_URL`` (unset: Celery
+runs tasks eagerly in-process and the cache is local memory), ``DJANGO_SECRET_KEY``,
+``DJANGO_DEBUG``, ``DJANGO_ALLOWED_HOSTS``, ``ARXIV_*`` (harvest settings).
+"""
+
+from pathlib import Path
+
+from kombu import Queue
+
+from .env import env, env_bool, env_database, env_int, env_list, env_redis_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "django.contrib.postgres",
+    "django_celery_beat",
+    "papers",
+    "topics",
+    "follows",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "topicsite.urls"
+WSGI_APPLICATION = "topicsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env_database("DATABASE_URL", f"sqlite:///{VAR_DIR / 'topicsite.sqlite3'}"),
+}
+DATABASES["default"]["ATOMIC_REQUESTS"] = False
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DJANGO_CONN_MAX_AGE", 60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_redis_url("REDIS_URL")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "topicsite",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+# Celery: with no broker configured the embedded default runs every task eagerly in-process.
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_ALWAYS_EAGER = REDIS_URL is None
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = 60 * 55
+CELERY_TASK_TIME_LIMIT = 60 * 60
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_QUEUES = (Queue("default"), Queue("harvest"), Queue("tag"))
+CELERY_TASK_ROUTES = {
+    "papers.tasks.*": {"queue": "harvest"},
+    "topics.tasks.*": {"queue": "tag"},
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = TIME_ZONE
+
+# arXiv harvesting. Endpoints are settings: arXiv has moved them before.
+ARXIV_OAI_BASE_URL = env.str("ARXIV_OAI_BASE_URL", default="https://oaipmh.arxiv.org/oai")
+ARXIV_API_BASE_URL = env.str("ARXIV_API_BASE_URL", default="https://export.arxiv.org/api/query")
+ARXIV_USER_AGENT = env.str(
+    "ARXIV_USER_AGENT",
+    default="topicsite/0.1 (self-hosted research paper tracker; set ARXIV_USER_AGENT with a contact)",
+)
+ARXIV_HTTP_TIMEOUT = env_int("ARXIV_HTTP_TIMEOUT", 60)
+ARXIV_HTTP_RETRIES = env_int("ARXIV_HTTP_RETRIES", 5)
+ARXIV_INGEST_BATCH_SIZE = env_int("ARXIV_INGEST_BATCH_SIZE", 500)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,7 @@
+"""Development and the embedded demo: DEBUG on unless told otherwise, a fixed dev secret key."""
+
+from .base import *  # noqa: F403
+from .env import env_bool
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+SECRET_KEY = SECRET_KEY or "django-insecure-local-development-key-not-for-production"  # noqa: F405

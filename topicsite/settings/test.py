@@ -1,0 +1,19 @@
+"""Tests: PostgreSQL and Redis on this machine unless DATABASE_URL / REDIS_URL say otherwise."""
+
+import os
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/topicsite")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+from .base import *  # noqa: E402, F403
+
+SECRET_KEY = "test-secret-key"
+DEBUG = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+# Unit tests run tasks in-process; the pipeline tests start a real worker and switch this off.
+CELERY_TASK_ALWAYS_EAGER = True
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
