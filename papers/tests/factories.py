@@ -1,0 +1,68 @@
+"""factory_boy factories for papers. Categories come from the real arXiv taxonomy codes."""
+
+import datetime as dt
+
+import factory
+
+from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperAffiliation
+
+
+class CategoryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Category
+        django_get_or_create = ("code",)
+
+    code = "cs.CL"
+    name = factory.LazyAttribute(lambda o: f"Category {o.code}")
+    archive = factory.LazyAttribute(lambda o: o.code.split(".")[0])
+    archive_name = factory.LazyAttribute(lambda o: f"Archive {o.archive}")
+    group = "grp_cs"
+    group_name = "Computer Science"
+
+
+class PaperFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Paper
+
+    arxiv_id = factory.Sequence(lambda n: f"2609.{n:05d}")
+    title = factory.Sequence(lambda n: f"A study of topic number {n}")
+    title_raw = factory.SelfAttribute("title")
+    abstract = "We study language model agents trained with reinforcement learning."
+    abstract_raw = factory.SelfAttribute("abstract")
+    primary_category = factory.SubFactory(CategoryFactory)
+    submitted = dt.date(2026, 9, 29)
+    updated = factory.SelfAttribute("submitted")
+
+
+class AuthorFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Author
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"Author {n}")
+
+
+class AffiliationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Affiliation
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"University {n}")
+
+
+class AuthorshipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Authorship
+
+    paper = factory.SubFactory(PaperFactory)
+    author = factory.SubFactory(AuthorFactory)
+    position = factory.Sequence(lambda n: n)
+
+
+class PaperAffiliationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PaperAffiliation
+
+    paper = factory.SubFactory(PaperFactory)
+    affiliation = factory.SubFactory(AffiliationFactory)
+    position = factory.Sequence(lambda n: n)
