@@ -1,12 +1,19 @@
 """Project-wide pytest fixtures. Tests run against PostgreSQL and Redis (topicsite.settings.test)."""
 
 import pytest
-from django.core.cache import cache
 
 
 @pytest.fixture(autouse=True)
-def _clear_cache():
-    """Each test starts with an empty cache (the Redis test database is shared by the suite)."""
+def _clear_cache(request):
+    """Each test starts with an empty cache (the Redis test database is shared by the suite).
+
+    Plain-Python tests (parsers) can run without Django: ``pytest -p no:django``.
+    """
+    if not request.config.pluginmanager.hasplugin("django"):
+        yield
+        return
+    from django.core.cache import cache
+
     cache.clear()
     yield
     cache.clear()
