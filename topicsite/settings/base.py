@@ -97,7 +97,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# Development and tests serve static files straight from the finders (no collectstatic step);
+# production sets STATIC_ROOT and serves what collectstatic gathered.
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -132,7 +135,7 @@ ARXIV_OAI_BASE_URL = env.str("ARXIV_OAI_BASE_URL", default="https://oaipmh.arxiv
 ARXIV_API_BASE_URL = env.str("ARXIV_API_BASE_URL", default="https://export.arxiv.org/api/query")
 ARXIV_USER_AGENT = env.str(
     "ARXIV_USER_AGENT",
-    default="topicsite/0.1 (self-hosted research paper tracker; set ARXIV_USER_AGENT with a contact)",
+    default="topicsite/0.1 (self-hosted paper tracker; set ARXIV_USER_AGENT to add a contact)",
 )
 ARXIV_HTTP_TIMEOUT = env_int("ARXIV_HTTP_TIMEOUT", 60)
 ARXIV_HTTP_RETRIES = env_int("ARXIV_HTTP_RETRIES", 5)
