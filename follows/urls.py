@@ -1,5 +1,9 @@
 from django.urls import path
 
+from . import views
+
 app_name = "follows"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("topics/<slug:slug>/", views.follow_toggle, name="toggle"),
+]

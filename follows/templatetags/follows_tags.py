@@ -1,0 +1,23 @@
+"""Template tags ``follows`` lends to other apps' pages (``topics`` knows nothing of follows;
+its templates load this library)."""
+
+from django import template
+
+from ..models import Follow
+
+register = template.Library()
+
+
+@register.inclusion_tag("follows/_follow_button.html", takes_context=True)
+def follow_button(context, topic):
+    """``{% follow_button topic %}``: the follower count ("12 followers") and a POST form whose
+    button reads "Follow this topic", or "Unfollow this topic" when the signed-in user follows
+    it. Two queries for a signed-in user, one otherwise.
+    """
+    user = context["request"].user
+    following = user.is_authenticated and Follow.objects.filter(user=user, topic=topic).exists()
+    return {
+        "topic": topic,
+        "follower_count": Follow.objects.filter(topic=topic).count(),
+        "following": following,
+    }

@@ -1,0 +1,160 @@
+"""Following a topic: the services, the POST view and the button on the topic page."""
+
+import re
+
+import pytest
+from django.test import Client
+
+from follows.models import Follow
+from follows.services import follow_create, follow_delete
+from topics.tests.factories import TopicFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def follow_url(topic):
+    return f"/follows/topics/{topic.slug}/"
+
+
+def test_follow_create_is_idempotent():
+    user, topic = UserFactory(), TopicFactory()
+
+    first = follow_create(user=user, topic=topic)
+    second = follow_create(user=user, topic=topic)
+
+    assert first.pk == second.pk
+    assert list(Follow.objects.values_list("user_id", "topic_id")) == [(user.pk, topic.pk)]
+
+
+def test_follow_delete_removes_only_that_follow_and_tolerates_none():
+    user, other_user = UserFactory(), UserFactory()
+    topic, other_topic = TopicFactory(), TopicFactory()
+    follow_create(user=user, topic=topic)
+    follow_create(user=user, topic=other_topic)
+    follow_create(user=other_user, topic=topic)
+
+    follow_delete(user=user, topic=topic)
+    follow_delete(user=user, topic=topic)
+
+    assert set(Follow.objects.values_list("user_id", "topic_id")) == {
+        (user.pk, other_topic.pk),
+        (other_user.pk, topic.pk),
+    }
+
+
+def test_anonymous_post_goes_to_login_with_next_and_changes_nothing(client):
+    topic = TopicFactory()
+
+    response = client.post(follow_url(topic), {"action": "follow"})
+
+    assert response.status_code == 302
+    assert response["Location"] == f"/accounts/login/?next=/topics/{topic.slug}/"
+    assert not Follow.objects.exists()
+    login_page = client.get(response["Location"]).content.decode()
+    assert f'name="next" value="/topics/{topic.slug}/"' in login_page
+
+
+def test_follow_and_unfollow_then_back_to_the_topic_page(client):
+    user, topic = UserFactory(), TopicFactory()
+    client.force_login(user)
+
+    response = client.post(follow_url(topic), {"action": "follow"})
+    assert response.status_code == 302
+    assert response["Location"] == topic.get_absolute_url()
+    assert Follow.objects.filter(user=user, topic=topic).count() == 1
+    page = client.get(response["Location"]).content.decode()
+    assert f"You now follow {topic.name}." in page
+    assert "Unfollow this topic" in page
+
+    # A repeated submission of the same form leaves the same state.
+    client.post(follow_url(topic), {"action": "follow"})
+    assert Follow.objects.filter(user=user, topic=topic).count() == 1
+
+    response = client.post(follow_url(topic), {"action": "unfollow"})
+    assert response["Location"] == topic.get_absolute_url()
+    assert not Follow.objects.exists()
+
+
+def test_post_without_action_toggles(client):
+    user, topic = UserFactory(), TopicFactory()
+    client.force_login(user)
+
+    client.post(follow_url(topic))
+    assert Follow.objects.filter(user=user, topic=topic).exists()
+    client.post(follow_url(topic))
+    assert not Follow.objects.exists()
+
+
+def test_get_unknown_inactive_and_bad_action_change_nothing(client):
+    user, topic = UserFactory(), TopicFactory()
+    inactive = TopicFactory(active=False)
+    follow_create(user=user, topic=topic)
+    client.force_login(user)
+
+    assert client.get(follow_url(topic)).status_code == 405
+    assert client.post("/follows/topics/no-such-topic/", {"action": "follow"}).status_code == 404
+    assert client.post(follow_url(inactive), {"action": "follow"}).status_code == 404
+    assert client.post(follow_url(topic), {"action": "delete-all"}).status_code == 400
+    assert list(Follow.objects.values_list("user_id", "topic_id")) == [(user.pk, topic.pk)]
+
+
+def test_button_and_follower_count_on_the_topic_page(client):
+    topic = TopicFactory()
+    follower, other = UserFactory(), UserFactory()
+
+    page = client.get(topic.get_absolute_url()).content.decode()
+    assert "Follow this topic" in page and "0 followers" in page
+
+    follow_create(user=follower, topic=topic)
+    page = client.get(topic.get_absolute_url()).content.decode()
+    assert "1 follower<" in page
+
+    follow_create(user=other, topic=topic)
+    client.force_login(follower)
+    page = client.get(topic.get_absolute_url()).content.decode()
+    assert "2 followers" in page
+    assert "Unfollow this topic" in page and ">Follow this topic<" not in page
+    assert '<input type="hidden" name="action" value="unfollow">' in page
+
+
+def test_the_rendered_form_posts_with_its_csrf_token():
+    user, topic = UserFactory(), TopicFactory()
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+
+    assert client.post(follow_url(topic), {"action": "follow"}).status_code == 403
+    assert not Follow.objects.exists()
+
+    page = client.get(topic.get_absolute_url()).content.decode()
+    form = re.search(
+        r'(?s)<form method="post" action="([^"]+)" class="follow-form">.*?</form>', page
+    )
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.group(0)).group(1)
+    response = client.post(form.group(1), {"csrfmiddlewaretoken": token, "action": "follow"})
+
+    assert response.status_code == 302
+    assert Follow.objects.filter(user=user, topic=topic).exists()
+
+
+def test_login_page_returns_to_the_topic_and_logout_comes_back(client):
+    UserFactory(username="reader")
+    topic = TopicFactory()
+    login_url = client.post(follow_url(topic), {"action": "follow"})["Location"]
+
+    response = client.post(
+        login_url,
+        {
+            "username": "reader",
+            "password": "correct horse battery staple",
+            "next": topic.get_absolute_url(),
+        },
+    )
+    assert response.status_code == 302
+    assert response["Location"] == topic.get_absolute_url()
+    page = client.get(topic.get_absolute_url()).content.decode()
+    assert "reader" in page and "Log out" in page
+    assert not Follow.objects.exists()  # logging in does not replay the follow
+
+    response = client.post("/accounts/logout/", {"next": topic.get_absolute_url()})
+    assert response["Location"] == topic.get_absolute_url()
+    assert "Log in" in client.get(topic.get_absolute_url()).content.decode()

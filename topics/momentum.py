@@ -1,0 +1,213 @@
+"""Momentum: how fast a topic is growing, as DESIGN.md ("Momentum (exact)") defines it.
+
+- ``as_of``: the newest submitted date among all papers, or a date asked for;
+- ``recent``: distinct papers of the topic or its descendants with an accepted assignment,
+  submitted in ``(as_of - 28 days, as_of]``; ``before``: the same for the 28 days before that;
+- ``change``: ``(recent - before) / before`` as a whole percent (none when ``before`` is 0);
+- ``share``: ``recent`` over all papers submitted in the same 28 days;
+- the chart: 12 weekly counts of the same papers, weeks starting Monday, the last being the
+  week that holds ``as_of``.
+
+Three queries whatever the data: the newest submitted date (skipped when ``as_of`` is given),
+the topic's papers grouped by submitted date, and the count of all papers in the window.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from django.db.models import Count, Max
+from django.utils import timezone
+
+from papers.models import Paper
+
+from .models import Assignment, Topic
+
+__all__ = [
+    "CHART_WEEKS",
+    "WINDOW_DAYS",
+    "ChartBar",
+    "Momentum",
+    "WeekCount",
+    "momentum_chart",
+    "momentum_sentence",
+    "topic_momentum",
+    "week_label",
+]
+
+WINDOW_DAYS = 28
+CHART_WEEKS = 12
+
+
+class WeekCount(NamedTuple):
+    """One chart week: ``week_start`` (a Monday) and the topic's papers submitted that week."""
+
+    week_start: dt.date
+    count: int
+
+
+@dataclass(frozen=True)
+class Momentum:
+    """A topic's momentum on ``as_of``.
+
+    - ``recent`` / ``before``: distinct papers in the last four weeks / the four weeks before;
+    - ``change_pct``: whole percent change from ``before`` to ``recent``; None when ``before``
+      is 0 (no percentage of nothing);
+    - ``share``: ``recent`` as a fraction (0.005 is 0.5%) of all papers submitted in the last
+      four weeks; 0.0 when there were none;
+    - ``weeks``: ``CHART_WEEKS`` entries, oldest first, the last holding ``as_of``.
+    """
+
+    as_of: dt.date
+    recent: int
+    before: int
+    change_pct: int | None
+    share: float
+    weeks: list[WeekCount]
+
+
+class ChartBar(NamedTuple):
+    """One bar of the momentum chart in SVG user units (origin top left, y grows downwards)."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    week_start: dt.date
+    count: int
+    label: str
+
+
+def topic_momentum(*, topic: Topic, as_of: dt.date | None = None) -> Momentum:
+    """Compute ``topic``'s momentum (see the module docstring) on ``as_of``.
+
+    ``as_of`` defaults to the newest submitted date among all papers, so historical data reads
+    as it did then; with no papers at all it is today's date. Runs two queries, three when
+    ``as_of`` is not given.
+    """
+    if as_of is None:
+        as_of = Paper.objects.aggregate(newest=Max("submitted"))["newest"] or timezone.localdate()
+
+    recent_after = as_of - dt.timedelta(days=WINDOW_DAYS)
+    before_after = recent_after - dt.timedelta(days=WINDOW_DAYS)
+    last_monday = as_of - dt.timedelta(days=as_of.weekday())
+    first_monday = last_monday - dt.timedelta(weeks=CHART_WEEKS - 1)
+    # One grouped query covers both four-week windows and all chart weeks.
+    earliest = min(before_after + dt.timedelta(days=1), first_monday)
+
+    # ``id__in`` a subquery counts each paper once, however many subtree topics it has.
+    topic_paper_ids = Assignment.objects.accepted().in_subtree(topic).order_by().values("paper_id")
+    per_day = (
+        Paper.objects.filter(id__in=topic_paper_ids, submitted__gte=earliest, submitted__lte=as_of)
+        .order_by()
+        .values("submitted")
+        .annotate(n=Count("id"))
+        .values_list("submitted", "n")
+    )
+    recent = before = 0
+    week_counts = dict.fromkeys(
+        (first_monday + dt.timedelta(weeks=i) for i in range(CHART_WEEKS)), 0
+    )
+    for submitted, n in per_day:
+        if submitted > recent_after:
+            recent += n
+        elif submitted > before_after:
+            before += n
+        monday = submitted - dt.timedelta(days=submitted.weekday())
+        if monday in week_counts:
+            week_counts[monday] += n
+
+    all_recent = Paper.objects.submitted_between(recent_after, as_of).count()
+    return Momentum(
+        as_of=as_of,
+        recent=recent,
+        before=before,
+        change_pct=_change_pct(recent, before),
+        share=recent / all_recent if all_recent else 0.0,
+        weeks=[WeekCount(monday, n) for monday, n in week_counts.items()],
+    )
+
+
+def _change_pct(recent: int, before: int) -> int | None:
+    """``(recent - before) / before`` in whole percent, halves rounded away from zero."""
+    if before == 0:
+        return None
+    # Integer arithmetic: float rounding would turn 12.5 into 12 and some exact halves into
+    # their neighbours.
+    quotient, remainder = divmod(abs(recent - before) * 100, before)
+    if 2 * remainder >= before:
+        quotient += 1
+    return quotient if recent >= before else -quotient
+
+
+def _papers(n: int) -> str:
+    return f"{n} paper" if n == 1 else f"{n} papers"
+
+
+def _share_text(m: Momentum) -> str:
+    if m.recent == 0 or m.share == 0:
+        return "0%"
+    percent = m.share * 100
+    if percent < 0.1:
+        return "<0.1%"
+    return f"{percent:.1f}%"
+
+
+def momentum_sentence(m: Momentum) -> str:
+    """The momentum as the topic page words it, e.g.
+
+    ``"54 papers in the last four weeks, up 145% on the four weeks before. 0.5% of all new
+    papers."``; ``"down 12% …"``; ``"no change …"``; with nothing before, ``"30 papers in the
+    last four weeks, none in the four weeks before (new in the last four weeks). …"``.
+    The share has one decimal, ``"<0.1%"`` below a tenth of a percent and ``"0%"`` for none.
+    """
+    count = f"{_papers(m.recent)} in the last four weeks"
+    if m.change_pct is None:
+        if m.recent:
+            change = "none in the four weeks before (new in the last four weeks)"
+        else:
+            change = "none in the four weeks before either"
+    elif m.change_pct > 0:
+        change = f"up {m.change_pct}% on the four weeks before"
+    elif m.change_pct < 0:
+        change = f"down {-m.change_pct}% on the four weeks before"
+    else:
+        change = "no change on the four weeks before"
+    return f"{count}, {change}. {_share_text(m)} of all new papers."
+
+
+def week_label(week_start: dt.date, *, last: bool = False) -> str:
+    """Axis label for a chart week: ``"Jul 13"``, or ``"Week of Sep 28"`` for the last week."""
+    # Not ``%-d``: that strftime flag is glibc-only.
+    label = f"{week_start:%b} {week_start.day}"
+    return f"Week of {label}" if last else label
+
+
+def momentum_chart(
+    m: Momentum, *, width: float = 600, height: float = 150, gap: float = 6
+) -> list[ChartBar]:
+    """Bars for ``m.weeks`` in a ``width`` x ``height`` SVG viewBox (user units), oldest first.
+
+    Bar heights are proportional to the weekly count, the busiest week filling ``height``;
+    an empty week gets a 1-unit stub so the baseline stays visible. Labels come from
+    :func:`week_label`.
+    """
+    peak = max((w.count for w in m.weeks), default=0)
+    slot = width / max(len(m.weeks), 1)
+    bars = []
+    for i, week in enumerate(m.weeks):
+        bar_height = max(height * week.count / peak, 1.0) if peak else 1.0
+        bars.append(
+            ChartBar(
+                x=round(i * slot + gap / 2, 2),
+                y=round(height - bar_height, 2),
+                width=round(slot - gap, 2),
+                height=round(bar_height, 2),
+                week_start=week.week_start,
+                count=week.count,
+                label=week_label(week.week_start, last=i == len(m.weeks) - 1),
+            )
+        )
+    return bars
