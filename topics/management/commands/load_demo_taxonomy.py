@@ -1,0 +1,24 @@
+"""``manage.py load_demo_taxonomy``: a topic per arXiv archive of the stored papers."""
+
+from django.core.management.base import BaseCommand
+
+from topics.services import demo_taxonomy_load
+
+
+class Command(BaseCommand):
+    """Thin wrapper over ``topics.services.demo_taxonomy_load``; idempotent."""
+
+    help = (
+        "Create a topic per arXiv archive present among the stored papers, under a topic per "
+        "arXiv group, with category rules; then run `tag --all` to place the papers."
+    )
+
+    def handle(self, *args, **options):
+        result = demo_taxonomy_load()
+        self.stdout.write(
+            f"Archives among stored papers: {result.archives}. Topics created: "
+            f"{result.groups_created} groups, {result.archives_created} archives. "
+            f"Rules set or changed: {result.rules_set}."
+        )
+        if result.groups_created or result.archives_created or result.rules_set:
+            self.stdout.write("Run `manage.py tag --all` to apply the rules to stored papers.")

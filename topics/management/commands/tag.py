@@ -1,0 +1,44 @@
+"""``manage.py tag (--all | --ids 1,2,3)``: queue rule tagging for papers."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from papers.models import Paper
+from topics.services import TAG_CHUNK_SIZE, papers_tag_enqueue
+
+
+def _paper_ids(text: str) -> list[int]:
+    try:
+        ids = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise CommandError(f"--ids {text!r}: expected paper ids separated by commas.") from None
+    if not ids:
+        raise CommandError("--ids names no paper.")
+    return ids
+
+
+class Command(BaseCommand):
+    """Queues ``topics.tasks.tag_papers`` in chunks of 1000 paper ids through ``.delay``: on the
+    embedded default the tasks run eagerly here, with a broker they go to the ``tag`` queue.
+    Raises CommandError for a malformed ``--ids``."""
+
+    help = "Queue rule tagging for every paper (--all) or for the given paper ids (--ids 1,2,3)."
+
+    def add_arguments(self, parser):
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("--all", action="store_true", help="Every stored paper.")
+        which.add_argument("--ids", help="Paper ids (primary keys) separated by commas.")
+
+    def handle(self, *args, all, ids, **options):
+        if all:
+            paper_ids = (
+                Paper.objects.order_by("pk")
+                .values_list("pk", flat=True)
+                .iterator(chunk_size=TAG_CHUNK_SIZE)
+            )
+        else:
+            paper_ids = _paper_ids(ids)
+        result = papers_tag_enqueue(paper_ids=paper_ids)
+        self.stdout.write(
+            f"Queued tagging of {result.papers} papers in {result.chunks} chunks "
+            f"of at most {TAG_CHUNK_SIZE}."
+        )

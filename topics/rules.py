@@ -1,0 +1,263 @@
+"""A topic rule's keyword query: a small query language over a paper's title and abstract.
+
+Syntax (operators are written in capitals; lowercase ``or``/``and``/``not`` are ordinary words):
+
+- ``agent`` a bare word; ``"reinforcement learning"`` a phrase (its words in order, any
+  whitespace between them); ``agent*`` a word prefix (``agent``, ``agents``, ``agentic``);
+- ``a b`` or ``a AND b`` both; ``a OR b`` either; ``NOT a`` or ``-a`` not; ``( ... )`` groups.
+- Precedence: ``NOT`` binds tighter than ``AND``, which binds tighter than ``OR``:
+  ``a b OR NOT c d`` reads ``(a AND b) OR ((NOT c) AND d)``.
+
+Matching is case-insensitive (Unicode case folding after NFKC normalisation, so ``STRASSE``
+matches ``Straße`` and a decomposed ``ö`` matches a composed one) and respects word boundaries:
+``agent`` does not match ``reagent`` nor ``agents``. A term may contain punctuation
+(``gpt-4``, ``c++``); it must then appear with that punctuation.
+
+Syntax errors raise :class:`RuleSyntaxError` with the 0-based character position in the query.
+Plain Python, no Django: the tagging service compiles each rule once per batch and calls
+:meth:`Rule.matches_folded` on text folded once per paper with :func:`fold`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["Rule", "RuleSyntaxError", "compile_rule", "fold"]
+
+OPERATORS = frozenset({"AND", "OR", "NOT"})
+# Characters that end a bare word; everything else (letters, digits, "-", "+", ".") is kept.
+_WORD_END = re.compile(r'[\s()"]')
+# Boundaries by lookaround rather than \b, so terms that start or end with punctuation ("c++")
+# still need a non-word character (or the text's edge) on each side.
+_BEFORE = r"(?<!\w)"
+_AFTER = r"(?!\w)"
+
+
+class RuleSyntaxError(ValueError):
+    """A rule query is malformed.
+
+    ``position`` is the 0-based character offset in the query where the problem is (for a
+    dangling operator, the operator; for an unclosed parenthesis or quote, the opening one);
+    ``message`` says what is wrong. ``str(error)`` reads "<message> at position <n>".
+    """
+
+    def __init__(self, message: str, position: int):
+        self.message = message
+        self.position = position
+        super().__init__(f"{message} at position {position}")
+
+
+def fold(text: str) -> str:
+    """Normalise ``text`` for matching: NFKC, then Unicode case folding. Returns a new str."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # "word", "phrase", "lparen", "rparen", "and", "or", "not", "end"
+    text: str
+    position: int
+
+
+def _tokenize(query: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    index = 0
+    length = len(query)
+    while index < length:
+        char = query[index]
+        if char.isspace():
+            index += 1
+        elif char == "(":
+            tokens.append(_Token("lparen", char, index))
+            index += 1
+        elif char == ")":
+            tokens.append(_Token("rparen", char, index))
+            index += 1
+        elif char == '"':
+            close = query.find('"', index + 1)
+            if close == -1:
+                raise RuleSyntaxError("unclosed quote", index)
+            phrase = query[index + 1 : close]
+            if not phrase.strip():
+                raise RuleSyntaxError("empty quotes", index)
+            tokens.append(_Token("phrase", phrase, index))
+            index = close + 1
+        elif char == "-" and (index + 1 >= length or query[index + 1].isspace()):
+            raise RuleSyntaxError("'-' must be followed directly by a term", index)
+        elif char == "-":
+            # A leading minus negates the term, group or phrase right after it ("-word").
+            tokens.append(_Token("not", char, index))
+            index += 1
+        else:
+            match = _WORD_END.search(query, index)
+            end = match.start() if match else length
+            word = query[index:end]
+            if word in OPERATORS:
+                tokens.append(_Token(word.lower(), word, index))
+            else:
+                tokens.append(_Token("word", word, index))
+            index = end
+    tokens.append(_Token("end", "", length))
+    return tokens
+
+
+# The parsed query is a tree of tuples: ("term", regex, literal) | ("not", node) |
+# ("and"|"or", [nodes]); ``literal`` is a substring every match contains.
+_Node = tuple
+
+
+class _Parser:
+    """Recursive descent over tokens, one method per precedence level (OR < AND < NOT)."""
+
+    def __init__(self, query: str):
+        self.tokens = _tokenize(query)
+        self.index = 0
+
+    @property
+    def current(self) -> _Token:
+        return self.tokens[self.index]
+
+    def advance(self) -> _Token:
+        token = self.tokens[self.index]
+        self.index += 1
+        return token
+
+    def parse(self) -> _Node | None:
+        if self.current.kind == "end":
+            return None
+        node = self.parse_or()
+        # parse_or stops only at the end or at a ")" that no "(" opened.
+        if self.current.kind == "rparen":
+            raise RuleSyntaxError("')' without a matching '('", self.current.position)
+        return node
+
+    def parse_or(self) -> _Node:
+        if self.current.kind == "or":
+            raise RuleSyntaxError("OR needs a term before it", self.current.position)
+        operands = [self.parse_and()]
+        while self.current.kind == "or":
+            operator = self.advance()
+            operands.append(self.parse_and(after=operator))
+        return operands[0] if len(operands) == 1 else ("or", operands)
+
+    def parse_and(self, after: _Token | None = None) -> _Node:
+        if self.current.kind == "and":
+            raise RuleSyntaxError("AND needs a term before it", self.current.position)
+        operands = [self.parse_not(after=after)]
+        while self.current.kind in ("and", "not", "word", "phrase", "lparen"):
+            operator = self.advance() if self.current.kind == "and" else None
+            operands.append(self.parse_not(after=operator))
+        return operands[0] if len(operands) == 1 else ("and", operands)
+
+    def parse_not(self, after: _Token | None = None) -> _Node:
+        if self.current.kind == "not":
+            operator = self.advance()
+            return ("not", self.parse_not(after=operator))
+        return self.parse_primary(after=after)
+
+    def parse_primary(self, after: _Token | None) -> _Node:
+        token = self.current
+        if token.kind == "word":
+            self.advance()
+            return _word_term(token)
+        if token.kind == "phrase":
+            self.advance()
+            return _phrase_term(token)
+        if token.kind == "lparen":
+            self.advance()
+            if self.current.kind == "rparen":
+                raise RuleSyntaxError("empty parentheses", token.position)
+            if self.current.kind == "end":
+                raise RuleSyntaxError("'(' is never closed", token.position)
+            node = self.parse_or()
+            if self.current.kind != "rparen":
+                raise RuleSyntaxError("'(' is never closed", token.position)
+            self.advance()
+            return node
+        # Anything else where a term belongs: blame the operator left dangling, if any.
+        if after is not None and token.kind in ("end", "rparen", "or", "and"):
+            raise RuleSyntaxError(f"{_operator_name(after)} needs a term after it", after.position)
+        if token.kind == "rparen":
+            raise RuleSyntaxError("')' without a matching '('", token.position)
+        raise RuleSyntaxError(f"expected a term, found {token.text or 'the end'!r}", token.position)
+
+
+def _operator_name(token: _Token) -> str:
+    return "'-'" if token.text == "-" else token.text
+
+
+def _word_term(token: _Token) -> _Node:
+    word = token.text
+    if word == "*":
+        raise RuleSyntaxError("'*' must end a word of at least one character", token.position)
+    if "*" in word[:-1]:
+        raise RuleSyntaxError("'*' is only allowed at the end of a word", token.position)
+    if word.endswith("*"):
+        stem = fold(word[:-1])
+        return ("term", _BEFORE + re.escape(stem) + r"\w*" + _AFTER, stem)
+    folded = fold(word)
+    return ("term", _BEFORE + re.escape(folded) + _AFTER, folded)
+
+
+def _phrase_term(token: _Token) -> _Node:
+    words = fold(token.text).split()
+    if not words:
+        raise RuleSyntaxError("empty quotes", token.position)
+    return ("term", _BEFORE + r"\s+".join(re.escape(word) for word in words) + _AFTER, words[0])
+
+
+def _build(node: _Node) -> Callable[[str], bool]:
+    kind = node[0]
+    if kind == "term":
+        search, literal = re.compile(node[1]).search, node[2]
+        # The substring test runs in C and rules out most texts before the regex (whose
+        # leading lookbehind makes it try every position) has to run.
+        return lambda text: literal in text and search(text) is not None
+    if kind == "not":
+        inner = _build(node[1])
+        return lambda text: not inner(text)
+    parts = [_build(child) for child in node[1]]
+    if kind == "and":
+        return lambda text: all(part(text) for part in parts)
+    return lambda text: any(part(text) for part in parts)
+
+
+class Rule:
+    """A compiled keyword query. Build with :func:`compile_rule`.
+
+    ``query`` is the source text; ``is_empty`` is true for a blank query, which matches every
+    text (the topic then filters by categories only).
+    """
+
+    __slots__ = ("query", "is_empty", "_match")
+
+    def __init__(self, query: str, tree: _Node | None):
+        self.query = query
+        self.is_empty = tree is None
+        self._match = (lambda text: True) if tree is None else _build(tree)
+
+    def matches(self, text: str) -> bool:
+        """True when ``text`` (any case, any Unicode normal form) satisfies the query."""
+        return self._match(fold(text))
+
+    def matches_folded(self, folded: str) -> bool:
+        """Like :meth:`matches` for text already passed through :func:`fold` (saves re-folding
+        the same title and abstract for every topic)."""
+        return self._match(folded)
+
+    def __repr__(self):
+        return f"Rule({self.query!r})"
+
+
+def compile_rule(query: str) -> Rule:
+    """Parse and compile ``query`` (see the module docstring for the syntax) into a :class:`Rule`.
+
+    Each term becomes one compiled regular expression, so compile once and match many texts.
+    Raises :class:`RuleSyntaxError` (a ``ValueError``) with the 0-based position of the error:
+    unbalanced parentheses, a dangling ``OR``/``AND``/``NOT``/``-``, empty quotes or
+    parentheses, an unclosed quote, a misplaced ``*``.
+    """
+    return Rule(query, _Parser(query).parse())
