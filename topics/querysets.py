@@ -3,6 +3,15 @@
 from django.db import models
 
 
+def _subtree_prefix(topic) -> str:
+    """The path prefix of ``topic``'s subtree; an empty path would match every row, so refuse it."""
+    if not topic.path:
+        raise ValueError(
+            f"topic {topic.pk} has no path; create and move topics via topics.services"
+        )
+    return topic.path
+
+
 class TopicQuerySet(models.QuerySet):
     def active(self):
         return self.filter(active=True)
@@ -12,7 +21,7 @@ class TopicQuerySet(models.QuerySet):
 
     def subtree(self, topic):
         """``topic`` and all its descendants."""
-        return self.filter(path__startswith=topic.path)
+        return self.filter(path__startswith=_subtree_prefix(topic))
 
 
 class AssignmentQuerySet(models.QuerySet):
@@ -21,7 +30,7 @@ class AssignmentQuerySet(models.QuerySet):
 
     def in_subtree(self, topic):
         """Assignments to ``topic`` or any of its descendants."""
-        return self.filter(topic__path__startswith=topic.path)
+        return self.filter(topic__path__startswith=_subtree_prefix(topic))
 
     def curator_decisions(self):
         return self.filter(decided_by__isnull=False)
