@@ -1,4 +1,4 @@
-"""Project-wide pytest fixtures. Tests run against PostgreSQL and Redis (topicsite.settings.test)."""
+"""Project-wide pytest fixtures (PostgreSQL and Redis, topicsite.settings.test)."""
 
 import pytest
 

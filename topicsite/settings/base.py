@@ -65,6 +65,9 @@ TEMPLATES = [
 DATABASES = {
     "default": env_database("DATABASE_URL", f"sqlite:///{VAR_DIR / 'topicsite.sqlite3'}"),
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The embedded default keeps its database under var/, which a fresh clone does not have.
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DJANGO_CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

@@ -1,0 +1,128 @@
+"""``manage.py demo``: the main job end to end, then the site.
+
+On the embedded default (no ``DATABASE_URL``/``REDIS_URL``: SQLite under ``var/``, Celery tasks
+run eagerly in-process) this is everything a fresh checkout needs to show the reference topic
+page built from real data. Every step is idempotent, so running the demo again changes nothing.
+"""
+
+import re
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
+from django.http.request import validate_host
+from django.urls import reverse
+
+from papers.models import Paper
+from topics.models import Assignment, Topic
+
+REFERENCE_TOPIC_SLUG = "llm-agent-training"
+DEFAULT_ADDRPORT = "127.0.0.1:8000"
+
+# (what the step does, command, arguments): the main job as data flows, in order.
+STEPS = (
+    ("Apply database migrations", "migrate", ["--noinput"]),
+    ("Load the arXiv category taxonomy", "load_categories", []),
+    ("Import the reference topic page", "import_reference_page", []),
+    ("Harvest the recorded arXiv responses", "harvest", ["--recorded"]),
+    ("Create a topic per arXiv archive of the stored papers", "load_demo_taxonomy", []),
+    ("Tag every paper", "tag", ["--all"]),
+)
+
+# runserver's own forms: "8000", "127.0.0.1:8000", "[::1]:8000", "localhost:8000".
+_ADDRPORT = re.compile(r"^(?:(?P<addr>\[[0-9a-fA-F:.]+\]|[\w.-]+):)?(?P<port>\d+)$")
+
+
+def serve_address(addrport: str) -> tuple[str, str]:
+    """``(host, port)`` a browser on this machine uses for ``addrport`` (runserver's argument).
+
+    ``"0.0.0.0:8000"`` and ``"8000"`` give ``("127.0.0.1", "8000")``; IPv6 hosts keep their
+    brackets (``"[::1]"``). Raises CommandError for text that is not ``[ADDRESS:]PORT``.
+    """
+    match = _ADDRPORT.match(addrport)
+    if not match:
+        raise CommandError(f"--addrport {addrport!r} is not [ADDRESS:]PORT, e.g. 127.0.0.1:8000.")
+    host = match["addr"]
+    if host in (None, "0", "0.0.0.0", "[::]"):
+        host = "127.0.0.1"
+    return host, match["port"]
+
+
+class Command(BaseCommand):
+    """``demo [--no-serve] [--addrport ADDRESS:PORT]``; see ``help``.
+
+    Raises CommandError when the site could not be reached at ``--addrport`` (malformed, or a
+    host not in ALLOWED_HOSTS; checked before any work), when a step fails, or when the
+    reference topic is missing afterwards.
+    """
+
+    help = (
+        "Run the main job on the configured database (migrate, load categories, import the "
+        "reference topic page, harvest the recorded arXiv responses, build the demo taxonomy, "
+        "tag every paper), print a summary and the topic page URL, then serve the site."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--no-serve", action="store_true", help="Stop after the summary; do not serve."
+        )
+        parser.add_argument(
+            "--addrport",
+            default=DEFAULT_ADDRPORT,
+            help=f"Address and port to serve on (default {DEFAULT_ADDRPORT}).",
+        )
+
+    def handle(self, *args, no_serve, addrport, verbosity, **options):
+        host, port = serve_address(addrport)
+        if not no_serve:
+            # Refuse before the work, not after it: the page would answer 400 Bad Request.
+            # With DEBUG and no ALLOWED_HOSTS, Django itself allows these local names.
+            allowed = settings.ALLOWED_HOSTS or (
+                [".localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else []
+            )
+            if not validate_host(host, allowed):
+                raise CommandError(
+                    f"{host} is not in ALLOWED_HOSTS {allowed}; add it to DJANGO_ALLOWED_HOSTS "
+                    "or pass --addrport with an allowed address."
+                )
+
+        self._prepare_database()
+        if not settings.CELERY_TASK_ALWAYS_EAGER:
+            self.stdout.write(
+                self.style.WARNING(
+                    "Celery is not eager (REDIS_URL is set): harvest and tagging tasks go to the "
+                    "workers, so the counts below may still grow while they run."
+                )
+            )
+        for number, (title, name, arguments) in enumerate(STEPS, start=1):
+            self.stdout.write(self.style.MIGRATE_HEADING(f"[{number}/{len(STEPS)}] {title}"))
+            # migrate lists every migration at the default verbosity; one level less is enough.
+            step_verbosity = max(verbosity - 1, 0) if name == "migrate" else verbosity
+            call_command(name, *arguments, verbosity=step_verbosity, stdout=self.stdout)
+
+        if not Topic.objects.filter(slug=REFERENCE_TOPIC_SLUG).exists():
+            raise CommandError(
+                f"The reference topic {REFERENCE_TOPIC_SLUG!r} is missing after the import."
+            )
+        path = reverse("topics:detail", kwargs={"slug": REFERENCE_TOPIC_SLUG})
+        assignments = Assignment.objects.all()
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Papers: {Paper.objects.count()}  Topics: {Topic.objects.count()}  "
+                f"Assignments: {assignments.count()} "
+                f"({assignments.accepted().count()} accepted)"
+            )
+        )
+        self.stdout.write(f"Topic page: http://{host}:{port}{path}")
+
+        if no_serve:
+            return
+        call_command("runserver", addrport, use_reloader=False, stdout=self.stdout)
+
+    def _prepare_database(self):
+        """Create the folder of a SQLite database file (``var/`` on a fresh checkout)."""
+        connection = connections["default"]
+        if connection.vendor == "sqlite":
+            Path(connection.settings_dict["NAME"]).parent.mkdir(parents=True, exist_ok=True)

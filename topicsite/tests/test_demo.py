@@ -1,0 +1,135 @@
+"""``manage.py demo`` on the embedded default, as a person runs it: a subprocess on a fresh SQLite
+file with no REDIS_URL (Celery eager), run twice, then the topic page fetched with Django's test
+client in another process on that file (the pytest process itself is on PostgreSQL)."""
+
+import json
+
+import pytest
+
+TOPIC_URL = "http://127.0.0.1:8000/topics/llm-agent-training/"
+
+# Prints, as one JSON line, what the database holds: counts, and fingerprints of the rows a
+# second run could rewrite without changing a count.
+SHOW_DATABASE = """
+import hashlib, json
+from django.db import connection
+from django.db.models import Max
+from papers.models import Authorship, Category, Paper, PaperVersion
+from topics.models import Assignment, Topic
+
+def fingerprint(queryset, *fields):
+    rows = list(queryset.order_by("pk").values_list("pk", *fields))
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+print(json.dumps({
+    "database": str(connection.settings_dict["NAME"]),
+    "categories": Category.objects.count(),
+    "papers": Paper.objects.count(),
+    "arxiv_papers": Paper.objects.filter(arxiv_id__isnull=False).count(),
+    "imported_papers": Paper.objects.filter(import_key__isnull=False).count(),
+    "versions": PaperVersion.objects.count(),
+    "authorships": Authorship.objects.count(),
+    "topics": Topic.objects.count(),
+    "assignments": Assignment.objects.count(),
+    "assignment_rows": fingerprint(
+        Assignment.objects, "paper", "topic", "source", "state", "score", "decided_by"
+    ),
+    "topic_rows": fingerprint(Topic.objects, "slug", "name", "parent", "path", "rule_query"),
+    "papers_updated": str(Paper.objects.aggregate(m=Max("updated_at"))["m"]),
+    "assignments_updated": str(Assignment.objects.aggregate(m=Max("updated_at"))["m"]),
+}))
+"""
+
+# Fetches the reference topic page as a browser on this machine would.
+FETCH_TOPIC_PAGE = """
+import json
+from django.test import Client
+response = Client(HTTP_HOST="127.0.0.1").get("/topics/llm-agent-training/")
+text = response.content.decode()
+print(json.dumps({
+    "status": response.status_code,
+    "phrases": [p for p in ("LLM Agent Training", "LLM: Large Language Model", "Latest papers")
+                if p in text],
+}))
+"""
+
+
+def last_json_line(result):
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, run_manage):
+    """Two demo runs on one fresh SQLite file, with the database shown after each."""
+    database = tmp_path_factory.mktemp("demo") / "var" / "demo.sqlite3"
+    env = {"DATABASE_URL": f"sqlite:///{database}"}
+    runs = []
+    for _ in range(2):
+        result = run_manage("demo", "--no-serve", env=env, timeout=1200)
+        assert result.returncode == 0, result.stdout + result.stderr
+        shown = last_json_line(run_manage("shell", "-v", "0", "-c", SHOW_DATABASE, env=env))
+        runs.append((result, shown))
+    page = last_json_line(run_manage("shell", "-v", "0", "-c", FETCH_TOPIC_PAGE, env=env))
+    return {"database": database, "runs": runs, "page": page}
+
+
+def test_demo_runs_the_main_job_and_prints_the_topic_page_url(demo):
+    result, _ = demo["runs"][0]
+
+    assert f"Topic page: {TOPIC_URL}" in result.stdout.splitlines()
+    for step in ("[1/6] Apply database migrations", "[6/6] Tag every paper"):
+        assert step in result.stdout
+
+
+def test_demo_stores_real_papers_topics_and_assignments_in_the_named_file(demo):
+    _, shown = demo["runs"][0]
+
+    assert shown["database"] == str(demo["database"])
+    assert demo["database"].is_file()
+    assert shown["categories"] > 100
+    # The reference page's 30 papers, and the recorded arXiv records beside them.
+    assert shown["imported_papers"] == 30
+    assert shown["arxiv_papers"] > 0
+    assert shown["versions"] >= shown["arxiv_papers"]
+    assert shown["topics"] >= 58
+    assert shown["assignments"] > shown["imported_papers"]
+    summary = (
+        f"Papers: {shown['papers']}  Topics: {shown['topics']}  "
+        f"Assignments: {shown['assignments']} "
+    )
+    assert summary in demo["runs"][0][0].stdout
+
+
+def test_a_second_demo_run_changes_nothing(demo):
+    (_, first), (_, second) = demo["runs"]
+
+    assert second == first
+
+
+def test_the_reference_topic_page_renders_after_the_demo(demo):
+    assert demo["page"] == {
+        "status": 200,
+        "phrases": ["LLM Agent Training", "LLM: Large Language Model", "Latest papers"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("arguments", "env", "message"),
+    [
+        ((), {"DJANGO_ALLOWED_HOSTS": "topics.example.org"}, "not in ALLOWED_HOSTS"),
+        (("--addrport", "here:there"), {}, "is not [ADDRESS:]PORT"),
+    ],
+)
+def test_demo_refuses_to_serve_where_the_site_cannot_answer_before_any_work(
+    tmp_path, run_manage, arguments, env, message
+):
+    database = tmp_path / "demo.sqlite3"
+
+    result = run_manage(
+        "demo", *arguments, env={"DATABASE_URL": f"sqlite:///{database}", **env}, timeout=60
+    )
+
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert not database.exists()

@@ -1,0 +1,100 @@
+"""Settings from the environment, each case in a fresh ``manage.py`` process.
+
+A malformed value stops start-up with an error naming the variable; with nothing set the embedded
+default runs (SQLite under ``var/``, Celery eager, local-memory cache); valid values are read as
+given; production refuses to start without a secret key.
+"""
+
+import json
+
+import pytest
+
+from .conftest import BASE_DIR
+
+# Prints, as one JSON line, what the settings made of the environment.
+SHOW_SETTINGS = """
+import json
+from django.conf import settings
+db = settings.DATABASES["default"]
+print(json.dumps({
+    "engine": db["ENGINE"], "name": str(db["NAME"]), "host": db.get("HOST", ""),
+    "conn_max_age": db["CONN_MAX_AGE"], "debug": settings.DEBUG,
+    "cache": settings.CACHES["default"]["BACKEND"],
+    "cache_location": settings.CACHES["default"].get("LOCATION", ""),
+    "broker": settings.CELERY_BROKER_URL, "eager": settings.CELERY_TASK_ALWAYS_EAGER,
+    "allowed_hosts": settings.ALLOWED_HOSTS,
+}))
+"""
+
+
+def show_settings(run_manage, env):
+    result = run_manage("shell", "-v", "0", "-c", SHOW_SETTINGS, env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DJANGO_DEBUG", "maybe"),
+        ("DATABASE_URL", "nonsense"),
+        ("REDIS_URL", "http://x"),
+        ("DJANGO_CONN_MAX_AGE", "abc"),
+    ],
+)
+def test_malformed_value_stops_start_naming_the_variable(run_manage, name, value):
+    result = run_manage("check", env={name: value})
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert f"{name}={value!r}" in result.stderr
+
+
+def test_nothing_set_runs_the_embedded_default(run_manage):
+    shown = show_settings(run_manage, env={})
+
+    assert shown["engine"] == "django.db.backends.sqlite3"
+    assert shown["name"] == str(BASE_DIR / "var" / "topicsite.sqlite3")
+    assert shown["eager"] is True
+    assert shown["broker"] == "memory://"
+    assert shown["cache"] == "django.core.cache.backends.locmem.LocMemCache"
+    # local settings: DEBUG on unless told otherwise, serving only this machine.
+    assert shown["debug"] is True
+    assert "127.0.0.1" in shown["allowed_hosts"]
+
+
+def test_valid_values_are_read_as_given(run_manage):
+    shown = show_settings(
+        run_manage,
+        env={
+            "DATABASE_URL": "postgres://postgres@db.example:5432/topicsite",
+            "REDIS_URL": "redis://cache.example:6379/3",
+            "DJANGO_DEBUG": "no",
+            "DJANGO_CONN_MAX_AGE": "0",
+            "DJANGO_ALLOWED_HOSTS": "topics.example.org, www.topics.example.org",
+        },
+    )
+
+    assert shown["engine"] == "django.db.backends.postgresql"
+    assert (shown["name"], shown["host"]) == ("topicsite", "db.example")
+    assert shown["conn_max_age"] == 0
+    assert shown["debug"] is False
+    assert shown["cache"] == "django.core.cache.backends.redis.RedisCache"
+    assert shown["cache_location"] == "redis://cache.example:6379/3"
+    assert shown["broker"] == "redis://cache.example:6379/3"
+    assert shown["eager"] is False
+    assert shown["allowed_hosts"] == ["topics.example.org", "www.topics.example.org"]
+
+
+def test_production_without_a_secret_key_refuses_to_start(run_manage):
+    result = run_manage(
+        "check",
+        env={
+            "DJANGO_SETTINGS_MODULE": "topicsite.settings.production",
+            "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/topicsite",
+        },
+    )
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "DJANGO_SECRET_KEY" in result.stderr
