@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from simple_history.models import HistoricalRecords
 
 from papers.models import Category, Paper
 from topicsite.models import TimeStampedModel
@@ -34,6 +35,7 @@ class Topic(TimeStampedModel):
     active = models.BooleanField(default=True)
 
     objects = TopicQuerySet.as_manager()
+    history = HistoricalRecords(m2m_fields=[rule_categories])
 
     class Meta:
         ordering = ["name"]
@@ -75,6 +77,8 @@ class Assignment(TimeStampedModel):
 
     class State(models.TextChoices):
         ACCEPTED = "accepted", "Accepted"
+        # Machine-made and close to the classifier's threshold: not shown until a curator decides.
+        PENDING = "pending", "Pending review"
         REJECTED = "rejected", "Rejected"
 
     paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="assignments")
@@ -92,6 +96,7 @@ class Assignment(TimeStampedModel):
     decided_at = models.DateTimeField(null=True, blank=True)
 
     objects = AssignmentQuerySet.as_manager()
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["topic", "paper"]
@@ -110,3 +115,46 @@ class Assignment(TimeStampedModel):
     @property
     def is_curator_decision(self) -> bool:
         return self.decided_by_id is not None
+
+
+class TopicRedirect(models.Model):
+    """An old slug of a renamed or merged-away topic; its URL answers 301 to ``topic``."""
+
+    old_slug = models.SlugField(max_length=200, unique=True)
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="redirects")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["old_slug"]
+
+    def __str__(self):
+        return f"{self.old_slug} → {self.topic.slug}"
+
+
+class ClassifierModel(TimeStampedModel):
+    """A trained classifier, versioned and stored so that every worker uses the same one.
+
+    ``artifact`` holds the serialised model (TF-IDF vectoriser and one linear model per topic,
+    with per-topic thresholds); ``metrics`` the held-out figures per topic; only one row is
+    ``active`` at a time (the newest successful training).
+    """
+
+    version = models.PositiveIntegerField(unique=True)
+    artifact = models.BinaryField()
+    metrics = models.JSONField(default=dict, blank=True)
+    topic_count = models.PositiveIntegerField(default=0)
+    label_count = models.PositiveIntegerField(default=0)
+    active = models.BooleanField(default=False, db_index=True)
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["active"],
+                condition=models.Q(active=True),
+                name="one_active_classifier",
+            ),
+        ]
+
+    def __str__(self):
+        return f"classifier v{self.version}{' (active)' if self.active else ''}"

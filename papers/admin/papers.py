@@ -3,7 +3,7 @@ authors and affiliations. Knows nothing of topics (``papers`` is the bottom of t
 
 from django.contrib import admin
 
-from .models import Affiliation, Author, Authorship, Category, Paper, PaperVersion
+from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperVersion
 
 
 class ReadOnlyInline(admin.TabularInline):
