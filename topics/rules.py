@@ -104,6 +104,8 @@ def _tokenize(query: str) -> list[_Token]:
     return tokens
 
 
+MAX_NESTING = 50
+
 # The parsed query is a tree of tuples: ("term", regex, literal) | ("not", node) |
 # ("and"|"or", [nodes]); ``literal`` is a substring every match contains.
 _Node = tuple
@@ -115,6 +117,14 @@ class _Parser:
     def __init__(self, query: str):
         self.tokens = _tokenize(query)
         self.index = 0
+        self.depth = 0
+
+    def nest(self, token: _Token) -> None:
+        """Count one more level of NOT or parentheses; refuse queries nested absurdly deep,
+        which no curator writes and which would exhaust Python's recursion limit."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise RuleSyntaxError(f"nested more than {MAX_NESTING} levels deep", token.position)
 
     @property
     def current(self) -> _Token:
@@ -155,7 +165,10 @@ class _Parser:
     def parse_not(self, after: _Token | None = None) -> _Node:
         if self.current.kind == "not":
             operator = self.advance()
-            return ("not", self.parse_not(after=operator))
+            self.nest(operator)
+            node = ("not", self.parse_not(after=operator))
+            self.depth -= 1
+            return node
         return self.parse_primary(after=after)
 
     def parse_primary(self, after: _Token | None) -> _Node:
@@ -168,6 +181,7 @@ class _Parser:
             return _phrase_term(token)
         if token.kind == "lparen":
             self.advance()
+            self.nest(token)
             if self.current.kind == "rparen":
                 raise RuleSyntaxError("empty parentheses", token.position)
             if self.current.kind == "end":
@@ -176,6 +190,7 @@ class _Parser:
             if self.current.kind != "rparen":
                 raise RuleSyntaxError("'(' is never closed", token.position)
             self.advance()
+            self.depth -= 1
             return node
         # Anything else where a term belongs: blame the operator left dangling, if any.
         if after is not None and token.kind in ("end", "rparen", "or", "and"):
@@ -258,6 +273,6 @@ def compile_rule(query: str) -> Rule:
     Each term becomes one compiled regular expression, so compile once and match many texts.
     Raises :class:`RuleSyntaxError` (a ``ValueError``) with the 0-based position of the error:
     unbalanced parentheses, a dangling ``OR``/``AND``/``NOT``/``-``, empty quotes or
-    parentheses, an unclosed quote, a misplaced ``*``.
+    parentheses, an unclosed quote, a misplaced ``*``, nesting deeper than ``MAX_NESTING``.
     """
     return Rule(query, _Parser(query).parse())

@@ -205,3 +205,17 @@ def test_rule_keeps_its_query():
     rule = compile_rule('"tool use" OR agents')
     assert rule.query == '"tool use" OR agents'
     assert repr(rule) == "Rule('\"tool use\" OR agents')"
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["NOT " * 2000 + "agent", "(" * 2000 + "agent" + ")" * 2000, "-" * 60 + "agent"],
+)
+def test_absurdly_deep_nesting_is_a_syntax_error_not_a_crash(query):
+    with pytest.raises(RuleSyntaxError, match="nested more than 50 levels"):
+        compile_rule(query)
+
+
+def test_reasonable_nesting_still_parses():
+    rule = compile_rule("(" * 10 + "agent" + ")" * 10 + " NOT NOT reagent")
+    assert rule.matches("an agent and a reagent")

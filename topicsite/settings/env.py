@@ -6,6 +6,8 @@ django-environ parses URLs; these helpers add the strictness it lacks (``env.boo
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
@@ -31,15 +33,21 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use true/false, 1/0, yes/no.")
 
 
-def env_int(name: str, default: int) -> int:
-    """Read ``name`` as an integer; raises ImproperlyConfigured naming it when it is not one."""
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    """Read ``name`` as an integer, at least ``minimum`` when given.
+
+    Raises ImproperlyConfigured naming the variable when it is not an integer or is too small.
+    """
     raw = env.str(name, default=None)
     if raw is None:
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer.") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be at least {minimum}.")
+    return value
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -65,9 +73,13 @@ def env_database(name: str, default: str) -> dict:
         raise ImproperlyConfigured(
             f"{name}={raw!r} is not a database URL; expected postgres://... or sqlite:///..."
         )
-    config = environ.Env.db_url_config(raw)
-    if not config.get("NAME"):
-        raise ImproperlyConfigured(f"{name}={raw!r} names no database.")
+    try:
+        config = environ.Env.db_url_config(raw)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a valid database URL: {error}") from None
+    # sqlite:// alone means an in-memory database: every process would see its own, empty one.
+    if not config.get("NAME") or config["NAME"] == ":memory:":
+        raise ImproperlyConfigured(f"{name}={raw!r} names no database file or database.")
     return config
 
 
@@ -78,4 +90,9 @@ def env_redis_url(name: str) -> str | None:
         return None
     if not raw.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured(f"{name}={raw!r} is not a Redis URL; expected redis://...")
+    try:
+        parsed = urlsplit(raw)
+        parsed.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a valid Redis URL: {error}") from None
     return raw

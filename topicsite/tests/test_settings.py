@@ -40,6 +40,11 @@ def show_settings(run_manage, env):
         ("DATABASE_URL", "nonsense"),
         ("REDIS_URL", "http://x"),
         ("DJANGO_CONN_MAX_AGE", "abc"),
+        ("ARXIV_INGEST_BATCH_SIZE", "0"),
+        ("ARXIV_HTTP_TIMEOUT", "-1"),
+        ("REDIS_URL", "redis://127.0.0.1:notaport/8"),
+        ("DATABASE_URL", "postgres://h:notaport/db"),
+        ("DATABASE_URL", "sqlite://"),
     ],
 )
 def test_malformed_value_stops_start_naming_the_variable(run_manage, name, value):
