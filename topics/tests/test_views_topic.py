@@ -397,3 +397,19 @@ def test_topic_page_links_to_ask_page(client):
     topic = TopicFactory()
     page = get(client, topic.get_absolute_url())
     assert f'href="/topics/{topic.slug}/ask/">Ask about this topic</a>' in page
+
+
+def test_unknown_topic_gets_the_sites_own_404_page(client):
+    response = client.get("/topics/no-such-topic/")
+
+    assert response.status_code == 404
+    assert "Browse all topics" in response.content.decode()
+
+
+def test_momentum_block_says_which_date_the_windows_end_on(client):
+    topic = TopicFactory(slug="dated")
+    AssignmentFactory(topic=topic, paper=PaperFactory(submitted=dt.date(2026, 9, 29)))
+
+    html = client.get("/topics/dated/").content.decode()
+
+    assert "Four-week windows ending Sep 29, 2026" in html

@@ -1,5 +1,6 @@
 """``manage.py tag (--all | --ids 1,2,3)``: queue rule tagging for papers."""
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from papers.models import Paper
@@ -38,7 +39,8 @@ class Command(BaseCommand):
         else:
             paper_ids = _paper_ids(ids)
         result = papers_tag_enqueue(paper_ids=paper_ids)
+        # Without a broker (the embedded default) the chunks ran right here, in this process.
+        verb = "Tagged" if settings.CELERY_TASK_ALWAYS_EAGER else "Queued tagging of"
         self.stdout.write(
-            f"Queued tagging of {result.papers} papers in {result.chunks} chunks "
-            f"of at most {TAG_CHUNK_SIZE}."
+            f"{verb} {result.papers} papers in {result.chunks} chunks of at most {TAG_CHUNK_SIZE}."
         )
