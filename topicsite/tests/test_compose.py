@@ -3,8 +3,12 @@ machines, so these tests check what ``docker compose up`` would be given, and st
 production settings with the environment compose gives the site."""
 
 import ast
+import http.server
 import re
 import shlex
+import subprocess
+import sys
+import threading
 
 import pytest
 import yaml
@@ -127,8 +131,39 @@ def test_web_health_check_fetches_the_site_with_python(services):
     test = services["web"]["healthcheck"]["test"]
 
     assert test[:3] == ["CMD", "python", "-c"]
-    assert "urllib.request.urlopen('http://127.0.0.1:8000/'" in test[3]
+    assert "'http://127.0.0.1:8000/'" in test[3]
     compile(test[3], "healthcheck", "exec")
+
+
+class _SslRedirectingSite(http.server.BaseHTTPRequestHandler):
+    """Answers as the site does with DJANGO_SECURE_SSL_REDIRECT on: 301 to https unless a TLS
+    proxy said the request came over https."""
+
+    def do_GET(self):
+        if self.headers.get("X-Forwarded-Proto") == "https":
+            self.send_response(200)
+        else:
+            self.send_response(301)
+            self.send_header("Location", f"https://127.0.0.1:{self.server.server_port}/")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_web_health_check_passes_with_the_ssl_redirect_on(services):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SslRedirectingSite)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        code = services["web"]["healthcheck"]["test"][3].replace(
+            "127.0.0.1:8000", f"127.0.0.1:{server.server_port}"
+        )
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30)
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr.decode()
 
 
 def test_worker_consumes_every_queue(services):
