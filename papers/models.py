@@ -184,3 +184,89 @@ class PaperAffiliation(models.Model):
 
     def __str__(self):
         return f"{self.affiliation} on {self.paper.identifier}"
+
+
+class HarvestRun(TimeStampedModel):
+    """One harvest of a source, stored so that it can be watched, resumed and audited.
+
+    - ``kind`` and ``params``: what is harvested, as ``papers.sources.sources_for`` takes them
+      (plain JSON; OAI ``sets`` and an incremental ``from`` are resolved when the run is made);
+    - ``status``: pending (made, or paused to continue in a new task), running, succeeded,
+      failed (kept resumable: its checkpoint is where the last stored page left it);
+    - the checkpoint, saved in the same transaction as each page's records: ``pages_done``, the
+      ``records_*`` counts, ``resumption_token`` (the OAI token of the next page, blank when
+      none), ``last_datestamp`` (the newest OAI datestamp stored) and ``position`` (where to
+      resume: ``{"source": index of the source, "state": the source's own position}``);
+    - ``errors``: messages naming the record or page (rejected records, unparseable pages,
+      refused or failed requests), the first ``ERRORS_KEPT``; ``error_count`` counts them all;
+    - ``task_id``: the Celery task that made the run, so a task delivered again after its
+      worker died resumes this run instead of starting another;
+    - ``attempt``: executions so far; each execution writes its pages only while it is the
+      latest, so an older execution that is still alive stops at its next page.
+    """
+
+    ERRORS_KEPT = 1000
+
+    class Kind(models.TextChoices):
+        OAI = "oai", "OAI-PMH"
+        ATOM = "atom", "arXiv API"
+        SNAPSHOT = "snapshot", "Snapshot file"
+        RECORDED = "recorded", "Recorded responses"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    params = models.JSONField(default=dict, blank=True)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    task_id = models.CharField(max_length=255, blank=True, default="")
+    attempt = models.PositiveIntegerField(default=0)
+    pages_done = models.PositiveIntegerField(default=0)
+    records_created = models.PositiveIntegerField(default=0)
+    records_updated = models.PositiveIntegerField(default=0)
+    records_unchanged = models.PositiveIntegerField(default=0)
+    records_rejected = models.PositiveIntegerField(default=0)
+    records_deleted = models.PositiveIntegerField(
+        default=0, help_text="Records the source reported deleted (papers are kept)."
+    )
+    resumption_token = models.TextField(blank=True)
+    last_datestamp = models.DateField(null=True, blank=True)
+    position = models.JSONField(default=dict, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    error_count = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task_id"],
+                condition=~models.Q(task_id=""),
+                name="unique_harvest_run_task",
+            ),
+        ]
+        indexes = [models.Index(fields=["kind", "status"], name="harvest_run_kind_status_idx")]
+
+    def __str__(self):
+        return f"Harvest run #{self.pk} ({self.kind}, {self.status})"
+
+    @property
+    def records_done(self) -> int:
+        """Records stored or found unchanged or rejected so far."""
+        return (
+            self.records_created
+            + self.records_updated
+            + self.records_unchanged
+            + self.records_rejected
+        )
+
+    @property
+    def is_resumable(self) -> bool:
+        """Every run but a succeeded one can be resumed (a running one is taken over)."""
+        return self.status != self.Status.SUCCEEDED

@@ -26,6 +26,14 @@ class ParseError(ValueError):
         where = ", ".join(part for part in (source, record) if part)
         super().__init__(f"{where}: {message}" if where else message)
 
+    def __reduce__(self):
+        # Keyword-only arguments: rebuild explicitly so Celery can pickle and re-raise it.
+        return (_rebuild_parse_error, (self.message, self.source, self.record))
+
+
+def _rebuild_parse_error(message: str, source: str, record: str) -> ParseError:
+    return ParseError(message, source=source, record=record)
+
 
 @dataclass(frozen=True)
 class Version:

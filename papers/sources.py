@@ -2,17 +2,22 @@
 
 A **transport** answers ``GET url?params`` with a :class:`Fetched` body. There are two:
 
-- :class:`HttpTransport` talks to arXiv (requests + urllib3 ``Retry``: a descriptive
-  User-Agent, connect/read timeouts, bounded retries with exponential backoff, ``Retry-After``
-  honoured on 503 and 429, a response size cap, then a loud :class:`HarvestError`);
+- :class:`HttpTransport` talks to arXiv: a descriptive User-Agent, connect/read timeouts and a
+  deadline for the whole response, bounded retries with exponential backoff on connection
+  errors, timeouts and connections dropped mid-body, ``Retry-After`` honoured on 503 and 429, a
+  response size cap, every attempt spaced by the shared :class:`RequestLimiter`, then a loud
+  :class:`HarvestError`;
 - :class:`RecordedTransport` answers from files on disk listed in a ``manifest.json``, so the
   demo and the tests run the very same sources with no network.
 
 A **source** turns requests into :class:`Chunk` objects (parsed records plus record-level
-errors, one chunk per response page or per run of snapshot lines):
+errors, one chunk per response page or per run of snapshot lines). Each chunk carries the
+``position`` to resume from after it, so a harvest that stores a chunk together with its
+position (``papers.services``) resumes exactly where it stopped:
 
-- :class:`OaiPmhSource`: OAI-PMH 2.0 ``ListRecords`` (or ``GetRecord``), following the
-  ``resumptionToken`` page after page (http://www.openarchives.org/OAI/openarchivesprotocol.html);
+- :class:`OaiPmhSource`: OAI-PMH 2.0 ``ListRecords`` of one set, following the
+  ``resumptionToken`` page after page, or ``GetRecord`` for a list of identifiers
+  (http://www.openarchives.org/OAI/openarchivesprotocol.html);
 - :class:`AtomApiSource`: the arXiv API ``/api/query`` by ``id_list`` or ``search_query``,
   paged with ``start``/``max_results`` (https://info.arxiv.org/help/api/user-manual.html);
 - :class:`SnapshotSource`: a Kaggle ``arxiv-metadata-oai-snapshot.json`` file (plain or gzip),
@@ -39,22 +44,26 @@ values and turning every value into a string); ``status`` is the recorded HTTP s
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import gzip
 import json
 import logging
-import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlencode
 
+import redis
 import requests
 from django.conf import settings
-from requests.adapters import HTTPAdapter
+from django.core.cache import cache
+from urllib3.exceptions import InvalidHeader
 from urllib3.util.retry import Retry
 
+from .identifiers import InvalidArxivId, parse_arxiv_id
 from .parsers.atom import parse_atom_feed
 from .parsers.oai import parse_oai_page
 from .parsers.snapshot import iter_snapshot
@@ -72,11 +81,13 @@ __all__ = [
     "NotRecorded",
     "OaiPmhSource",
     "RecordedTransport",
+    "RequestLimiter",
     "SnapshotSource",
     "Source",
     "SourceError",
     "Transport",
     "load_manifest",
+    "oai_sets",
     "recorded_sources",
     "sources_for",
 ]
@@ -85,21 +96,19 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_RECORDED_DIR = Path(__file__).resolve().parent / "recorded"
 MANIFEST_NAME = "manifest.json"
-# arXivRaw pages of 1000 records are about 2 MB; anything near this cap is not a normal answer.
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-# The arXiv API terms ask for no more than one request every three seconds.
-ARXIV_API_MIN_INTERVAL = 3.0
-# arXiv's OAI service sends Retry-After on 503 while it is busy; a longer wait than this is an
-# outage better handled by the task's own retry than by a blocked worker.
-DEFAULT_RETRY_AFTER_MAX = 300
 SNAPSHOT_CHUNK_SIZE = 1000
 KINDS = ("oai", "atom", "snapshot", "recorded")
+# A list restarted this many times after badResumptionToken is not going to complete.
+OAI_MAX_RESTARTS = 3
+# Statuses arXiv uses to ask a client to come back later (with Retry-After).
+RETRY_STATUSES = (429, 503)
 
 
 class HarvestError(Exception):
-    """A request failed for good: network error or timeout after the bounded retries, an HTTP
-    status still 429/503 after them, another unexpected HTTP status, or a body over the size
-    cap. ``url`` is the full request URL (or the recorded file); ``str(error)`` starts with it.
+    """A request failed for good: network error, timeout or dropped connection after the
+    bounded retries, an HTTP status still 429/503 after them (or a ``Retry-After`` longer than
+    the longest wait allowed), another unexpected HTTP status, or a body over the size cap.
+    ``url`` is the full request URL (or the recorded file); ``str(error)`` starts with it.
     Worth retrying later (the task does); nothing was parsed from the failed request.
     """
 
@@ -108,18 +117,25 @@ class HarvestError(Exception):
         self.message = message
         super().__init__(f"{url}: {message}")
 
+    def __reduce__(self):
+        # Picklable (Celery carries it to retries and results) with its keyword and notes.
+        return functools.partial(type(self), url=self.url), (self.message,), self.__dict__
+
 
 class SourceError(Exception):
-    """The source answered but refused the request: an OAI-PMH ``<error>`` other than
-    ``noRecordsMatch`` (``badResumptionToken``, ``badArgument``, ``idDoesNotExist`` ...) or an
-    arXiv API error entry. Asking again gives the same answer, so it is reported, not retried.
-    ``source`` names the URL or recorded file.
+    """The source answered but refused the request: an OAI-PMH ``<error>`` the source cannot
+    handle itself (``badArgument``, ``cannotDisseminateFormat``, ``badResumptionToken`` once
+    the list cannot be restarted ...) or an arXiv API error entry. Asking again gives the same
+    answer, so it is reported, not retried. ``source`` names the URL or recorded file.
     """
 
     def __init__(self, message: str, *, source: str):
         self.source = source
         self.message = message
         super().__init__(f"{source}: {message}")
+
+    def __reduce__(self):
+        return functools.partial(type(self), source=self.source), (self.message,), self.__dict__
 
 
 class NotRecorded(LookupError):
@@ -146,17 +162,23 @@ class Chunk:
 
     - ``source``: URL or file the records came from;
     - ``records``: parsed records, in source order;
-    - ``errors``: records the parser rejected (each names source and record or line);
+    - ``errors``: records the parser rejected (each names the source and the record or line);
+    - ``gaps``: what was asked for and not delivered: ids the API did not return, ids OAI says
+      do not exist, pages the API kept empty (each names the source and the id or page);
     - ``deleted``: canonical ids OAI reported as deleted;
     - ``resumption_token``: OAI token for the page after this one (``None`` on the last page);
-      the harvest keeps it as its checkpoint once the chunk is stored.
+    - ``position``: JSON-ready dict that, given back to the same source's
+      :meth:`Source.chunks`, continues right after this chunk; ``None`` when the source has
+      nothing after it. A harvest stores it with the chunk's records as its checkpoint.
     """
 
     source: str
     records: list[ArxivRecord] = field(default_factory=list)
     errors: list[ParseError] = field(default_factory=list)
+    gaps: list[ParseError] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     resumption_token: str | None = None
+    position: dict[str, Any] | None = None
 
 
 class Transport(Protocol):
@@ -169,28 +191,115 @@ class Transport(Protocol):
 
 
 class Source(Protocol):
-    """Yields :class:`Chunk` objects; raises :class:`ParseError` for a page that cannot be
-    parsed, :class:`SourceError` for a refused request, :class:`HarvestError` for a failed one."""
+    """Yields :class:`Chunk` objects, from the start or from a chunk's ``position``; raises
+    :class:`ParseError` for a page that cannot be parsed, :class:`SourceError` for a refused
+    request, :class:`HarvestError` for a failed one."""
 
     kind: str
 
-    def chunks(self) -> Iterator[Chunk]: ...
+    def chunks(self, position: Mapping[str, Any] | None = None) -> Iterator[Chunk]: ...
+
+
+# --- politeness -----------------------------------------------------------------------------
+
+
+@functools.cache
+def _redis_client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url)
+
+
+class RequestLimiter:
+    """At most one request every ``interval_ms`` milliseconds among every process that shares
+    the store: all workers on all hosts when ``REDIS_URL`` is set, this process otherwise.
+
+    :meth:`wait` claims the next slot: ``SET key NX PX interval`` in Redis (the key living
+    exactly one interval after a request starts), retried after the key's remaining life until
+    the claim succeeds. Without Redis (the embedded default) the same claim is a
+    ``cache.add`` on the local cache. ``interval_ms`` defaults to
+    ``settings.ARXIV_REQUEST_INTERVAL_MS`` (arXiv asks for 3000); 0 turns the limiter off.
+    ``sleep`` is how waiting is done (seconds; tests pass their own).
+    """
+
+    KEY = "topicsite:papers:arxiv-request-slot"
+
+    def __init__(
+        self,
+        *,
+        interval_ms: int | None = None,
+        key: str = KEY,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        if interval_ms is None:
+            interval_ms = settings.ARXIV_REQUEST_INTERVAL_MS
+        if interval_ms < 0:
+            raise ValueError(f"interval_ms must be >= 0, not {interval_ms}")
+        self.interval_ms = int(interval_ms)
+        self.key = key
+        self.sleep = sleep
+
+    def try_acquire(self) -> bool:
+        """Claim the slot if it is free; True when claimed (then nobody else gets one for
+        ``interval_ms``)."""
+        if self.interval_ms <= 0:
+            return True
+        token = uuid.uuid4().hex
+        if settings.REDIS_URL:
+            client = _redis_client(settings.REDIS_URL)
+            return bool(client.set(self.key, token, nx=True, px=self.interval_ms))
+        return cache.add(self.key, token, timeout=self.interval_ms / 1000)
+
+    def wait(self) -> float:
+        """Block until this process holds the slot; returns the seconds spent waiting."""
+        waited = 0.0
+        while not self.try_acquire():
+            pause = self._remaining_seconds()
+            self.sleep(pause)
+            waited += pause
+        return waited
+
+    def _remaining_seconds(self) -> float:
+        if settings.REDIS_URL:
+            remaining_ms = _redis_client(settings.REDIS_URL).pttl(self.key)
+            if remaining_ms > 0:
+                return remaining_ms / 1000
+        # Key gone meanwhile (or no TTL to read on the local cache): poll again soon.
+        return max(self.interval_ms / 10_000, 0.001)
+
+
+# --- HTTP -----------------------------------------------------------------------------------
+
+
+class _TooSlow(requests.Timeout):
+    """The whole response took longer than the transport's deadline."""
+
+
+# What a later attempt may cure: the network, not the request.
+_RETRYABLE = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
 
 
 class HttpTransport:
-    """GET over HTTP with requests, retried by urllib3's ``Retry`` mounted on an ``HTTPAdapter``.
+    """GET over HTTP with requests, retried by our own loop.
+
+    The loop is ours, not urllib3's ``Retry``, because a connection dropped mid-body and a body
+    that trickles in past the deadline happen after urllib3 is done, and because every attempt,
+    retries included, must wait its turn at the shared :class:`RequestLimiter`.
 
     - ``user_agent``: sent on every request (default ``settings.ARXIV_USER_AGENT``);
-    - ``timeout``: connect and read timeout in seconds (default ``settings.ARXIV_HTTP_TIMEOUT``);
-    - ``retries``: retries after the first attempt, for connection errors, read timeouts and
-      HTTP 429/503 (default ``settings.ARXIV_HTTP_RETRIES``); waits ``backoff_factor * 2**n``
-      seconds between them, or what ``Retry-After`` says (at most ``retry_after_max`` seconds);
-    - ``max_bytes``: a body longer than this is refused;
-    - ``min_interval``: seconds between the starts of two requests from this transport (the
-      arXiv API asks for 3; per process, not across workers).
+    - ``timeout``: seconds to connect, between two reads, and for the whole response
+      (default ``settings.ARXIV_HTTP_TIMEOUT``);
+    - ``retries``: retries after the first attempt (default ``settings.ARXIV_HTTP_RETRIES``),
+      for connection errors, timeouts, connections dropped mid-body and HTTP 429/503;
+    - ``backoff_factor``: waits ``backoff_factor * 2**n`` seconds before retry ``n + 1``
+      (default ``settings.ARXIV_HTTP_BACKOFF_SECONDS``), or what ``Retry-After`` says on a
+      429/503; a ``Retry-After`` longer than ``retry_after_max`` seconds (default
+      ``settings.ARXIV_RETRY_AFTER_MAX``) ends the request at once: an outage is better
+      left to the task's own, later retry than to a blocked worker;
+    - ``max_bytes``: a body longer than this is refused (default ``settings.ARXIV_HTTP_MAX_BYTES``);
+    - ``limiter``: the :class:`RequestLimiter` every attempt waits for (default: the shared one);
+    - ``sleep``: how backoff waits are done (seconds).
 
     :meth:`get` raises :class:`HarvestError` naming the URL once retries are spent, for an
-    HTTP status not in ``ok_statuses``, and for an oversized body.
+    HTTP status not in ``ok_statuses`` (not retried), and for an oversized body (not retried).
     """
 
     def __init__(
@@ -199,36 +308,28 @@ class HttpTransport:
         user_agent: str | None = None,
         timeout: float | None = None,
         retries: int | None = None,
-        backoff_factor: float = 2.0,
-        retry_after_max: int = DEFAULT_RETRY_AFTER_MAX,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        min_interval: float = 0.0,
+        backoff_factor: float | None = None,
+        retry_after_max: float | None = None,
+        max_bytes: int | None = None,
+        limiter: RequestLimiter | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ):
         self.user_agent = user_agent or settings.ARXIV_USER_AGENT
         self.timeout = timeout if timeout is not None else settings.ARXIV_HTTP_TIMEOUT
         self.retries = retries if retries is not None else settings.ARXIV_HTTP_RETRIES
-        self.max_bytes = max_bytes
-        self.min_interval = min_interval
-        self._last_request = 0.0
-        self._lock = threading.Lock()
-        retry = Retry(
-            total=self.retries,
-            connect=self.retries,
-            read=self.retries,
-            status=self.retries,
-            other=0,
-            allowed_methods=frozenset({"GET"}),
-            status_forcelist=(429, 503),
-            backoff_factor=backoff_factor,
-            respect_retry_after_header=True,
-            retry_after_max=retry_after_max,
-            raise_on_status=True,
+        self.backoff_factor = (
+            backoff_factor if backoff_factor is not None else settings.ARXIV_HTTP_BACKOFF_SECONDS
         )
+        self.retry_after_max = (
+            retry_after_max if retry_after_max is not None else settings.ARXIV_RETRY_AFTER_MAX
+        )
+        self.max_bytes = max_bytes if max_bytes is not None else settings.ARXIV_HTTP_MAX_BYTES
+        self.limiter = limiter if limiter is not None else RequestLimiter()
+        self.sleep = sleep
+        if self.retries < 0 or self.timeout <= 0 or self.max_bytes < 1:
+            raise ValueError("retries must be >= 0, timeout > 0 and max_bytes >= 1")
         self.session = requests.Session()
         self.session.headers["User-Agent"] = self.user_agent
-        adapter = HTTPAdapter(max_retries=retry)
-        self.session.mount("http://", adapter)
-        self.session.mount("https://", adapter)
 
     def get(
         self, url: str, params: Mapping[str, str], *, ok_statuses: Iterable[int] = (200,)
@@ -238,33 +339,64 @@ class HttpTransport:
         Raises :class:`HarvestError` naming the full URL when retries are spent, for a status
         not in ``ok_statuses`` and for an oversized body.
         """
+        ok_statuses = tuple(ok_statuses)
         full_url = f"{url}?{urlencode(params)}" if params else url
-        self._wait_turn()
-        logger.info("GET %s", full_url)
-        try:
-            with self.session.get(
-                url, params=dict(params), timeout=(self.timeout, self.timeout), stream=True
-            ) as response:
-                status = response.status_code
-                body = self._read_capped(response, full_url)
-        except requests.RequestException as error:
-            raise HarvestError(
-                f"request failed after {self.retries} retries: {error}", url=full_url
-            ) from error
-        if status not in tuple(ok_statuses):
-            raise HarvestError(f"unexpected HTTP status {status}", url=full_url)
-        return Fetched(body=body, status=status, source=full_url)
+        attempts = self.retries + 1
+        for attempt in range(1, attempts + 1):
+            self.limiter.wait()
+            logger.info("GET %s (attempt %d of %d)", full_url, attempt, attempts)
+            try:
+                status, retry_after, body = self._fetch(url, params, full_url)
+            except _RETRYABLE as error:
+                problem, delay, cause = f"{type(error).__name__}: {error}", None, error
+            else:
+                if status in ok_statuses:
+                    return Fetched(body=body, status=status, source=full_url)
+                if status not in RETRY_STATUSES:
+                    raise HarvestError(f"unexpected HTTP status {status}", url=full_url)
+                problem, delay, cause = f"HTTP {status}", retry_after, None
+                if delay is not None and delay > self.retry_after_max:
+                    raise HarvestError(
+                        f"HTTP {status} with Retry-After {delay:g} s, more than the "
+                        f"{self.retry_after_max:g} s a harvest waits; try again later",
+                        url=full_url,
+                    )
+            if attempt == attempts:
+                raise HarvestError(
+                    f"gave up after {attempts} attempts; last: {problem}", url=full_url
+                ) from cause
+            if delay is None:
+                delay, why = self.backoff_factor * 2 ** (attempt - 1), "backoff"
+            else:
+                why = "Retry-After"
+            logger.warning(
+                "%s: %s; retrying in %g s (%s), attempt %d of %d",
+                full_url,
+                problem,
+                delay,
+                why,
+                attempt + 1,
+                attempts,
+            )
+            self.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    def _wait_turn(self) -> None:
-        if self.min_interval <= 0:
-            return
-        with self._lock:
-            wait = self._last_request + self.min_interval - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            self._last_request = time.monotonic()
+    def _fetch(
+        self, url: str, params: Mapping[str, str], full_url: str
+    ) -> tuple[int, float | None, bytes]:
+        """One attempt: (status, Retry-After seconds or None, body)."""
+        started = time.monotonic()
+        with self.session.get(
+            url, params=dict(params), timeout=(self.timeout, self.timeout), stream=True
+        ) as response:
+            status = response.status_code
+            retry_after = None
+            if status in RETRY_STATUSES and response.headers.get("Retry-After"):
+                retry_after = _retry_after_seconds(response.headers["Retry-After"])
+            body = self._read_capped(response, full_url, started)
+        return status, retry_after, body
 
-    def _read_capped(self, response: requests.Response, full_url: str) -> bytes:
+    def _read_capped(self, response: requests.Response, full_url: str, started: float) -> bytes:
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
             raise HarvestError(
@@ -276,8 +408,19 @@ class HttpTransport:
             size += len(part)
             if size > self.max_bytes:
                 raise HarvestError(f"response exceeds the {self.max_bytes}-byte cap", url=full_url)
+            if time.monotonic() - started > self.timeout:
+                raise _TooSlow(f"response took longer than {self.timeout:g} s")
             parts.append(part)
         return b"".join(parts)
+
+
+def _retry_after_seconds(value: str) -> float | None:
+    """Seconds a ``Retry-After`` header asks for (delta-seconds or an HTTP date), None when
+    unreadable (then the transport's own backoff applies)."""
+    try:
+        return Retry().parse_retry_after(value)
+    except InvalidHeader:
+        return None
 
 
 @dataclass(frozen=True)
@@ -379,20 +522,35 @@ class RecordedTransport:
 
 
 class OaiPmhSource:
-    """OAI-PMH 2.0 harvesting from arXiv: ``ListRecords`` page after page, or one ``GetRecord``.
+    """OAI-PMH 2.0 harvesting from arXiv: ``ListRecords`` of one set page after page, or
+    ``GetRecord`` for each of a list of identifiers.
 
     - ``metadata_prefix``: ``arXivRaw`` (default, has every version), ``arXiv`` or ``oai_dc``;
     - ``set_spec``: an arXiv set (``cs``, ``physics:hep-th``); ``from_date``/``until_date``:
       datestamp bounds (``datetime.date`` or ``YYYY-MM-DD``), record-modification dates;
     - ``resumption_token``: start from this token instead (the other arguments are then not
       sent, as the protocol requires);
-    - ``identifier``: fetch this one record with ``GetRecord`` (``2409.01234`` or
-      ``oai:arXiv.org:2409.01234``);
+    - ``identifiers``: fetch these records one by one with ``GetRecord`` (``2409.01234`` or
+      ``oai:arXiv.org:2409.01234``), instead of a list;
     - ``max_pages``: stop after this many pages (``None``: follow every token).
 
-    :meth:`chunks` yields one :class:`Chunk` per page; ``noRecordsMatch`` yields one empty chunk.
-    Raises :class:`ParseError` for a page that is not a parseable OAI-PMH response,
-    :class:`SourceError` for any other OAI error, and :class:`HarvestError` from the transport.
+    :meth:`chunks` yields one :class:`Chunk` per page, with ``position``
+    ``{"resumption_token": token, "restarts": n}`` (``{"next": i}`` for identifiers). The
+    protocol's errors:
+
+    - ``noRecordsMatch``: one empty chunk, the list is done (nothing in that range);
+    - ``badResumptionToken`` (tokens expire): the list is asked for again from its ``from``
+      datestamp, at most ``OAI_MAX_RESTARTS`` times; records already stored come back and are
+      stored unchanged. Not from the newest datestamp seen: arXiv lists records in identifier
+      order, not datestamp order (a real page goes 2008-01-25, 2008-11-26, ... 2008-01-28), so
+      a later ``from`` would skip records of the list not yet delivered. A source started from
+      a bare token does not know its list and raises :class:`SourceError` instead;
+    - ``idDoesNotExist`` for ``GetRecord``: a chunk whose ``gaps`` name that identifier; the
+      other identifiers are still fetched;
+    - any other: :class:`SourceError`.
+
+    Raises :class:`ParseError` for a page that is not a parseable OAI-PMH response and
+    :class:`HarvestError` from the transport.
     """
 
     kind = "oai"
@@ -407,7 +565,7 @@ class OaiPmhSource:
         from_date: dt.date | str | None = None,
         until_date: dt.date | str | None = None,
         resumption_token: str | None = None,
-        identifier: str | None = None,
+        identifiers: Iterable[str] | str = (),
         max_pages: int | None = None,
     ):
         self.transport = transport
@@ -417,7 +575,7 @@ class OaiPmhSource:
         self.from_date = _iso_date(from_date, "from")
         self.until_date = _iso_date(until_date, "until")
         self.resumption_token = resumption_token or None
-        self.identifier = identifier or None
+        self.identifiers = _id_list(identifiers)
         self.max_pages = max_pages
 
     @classmethod
@@ -437,23 +595,19 @@ class OaiPmhSource:
             from_date=params.get("from"),
             until_date=params.get("until"),
             resumption_token=params.get("resumptionToken"),
-            identifier=params.get("identifier") if verb == "GetRecord" else None,
+            identifiers=[params.get("identifier", "")] if verb == "GetRecord" else (),
             max_pages=max_pages,
         )
 
     def first_params(self) -> dict[str, str]:
         """Query parameters of the first request."""
-        if self.identifier:
-            identifier = self.identifier
-            if not identifier.startswith("oai:"):
-                identifier = f"oai:arXiv.org:{identifier}"
-            return {
-                "verb": "GetRecord",
-                "identifier": identifier,
-                "metadataPrefix": self.metadata_prefix,
-            }
+        if self.identifiers:
+            return self._get_record_params(self.identifiers[0])
         if self.resumption_token:
             return {"verb": "ListRecords", "resumptionToken": self.resumption_token}
+        return self._list_params()
+
+    def _list_params(self) -> dict[str, str]:
         params = {"verb": "ListRecords", "metadataPrefix": self.metadata_prefix}
         for name, value in (
             ("set", self.set_spec),
@@ -464,34 +618,98 @@ class OaiPmhSource:
                 params[name] = value
         return params
 
-    def chunks(self) -> Iterator[Chunk]:
-        """One chunk per OAI page, following resumption tokens (errors: see the class)."""
-        params = self.first_params()
+    def _get_record_params(self, identifier: str) -> dict[str, str]:
+        if not identifier.startswith("oai:"):
+            identifier = f"oai:arXiv.org:{identifier}"
+        return {
+            "verb": "GetRecord",
+            "identifier": identifier,
+            "metadataPrefix": self.metadata_prefix,
+        }
+
+    def chunks(self, position: Mapping[str, Any] | None = None) -> Iterator[Chunk]:
+        """One chunk per OAI page, following resumption tokens, from the start or from a
+        chunk's ``position`` (errors: see the class)."""
+        if self.identifiers:
+            yield from self._get_records(int((position or {}).get("next", 0)))
+            return
+        restarts = int((position or {}).get("restarts", 0))
+        if position and position.get("resumption_token"):
+            params = {"verb": "ListRecords", "resumptionToken": str(position["resumption_token"])}
+        else:
+            params = self.first_params()
         pages = 0
         while True:
             fetched = self.transport.get(self.base_url, params)
             page = parse_oai_page(fetched.body, source=fetched.source)
             pages += 1
             if page.oai_error is not None:
-                if page.oai_error.code == "noRecordsMatch":
+                code = page.oai_error.code
+                if code == "noRecordsMatch":
                     # The protocol's way of saying "nothing in that range": not a failure.
                     yield Chunk(source=fetched.source)
                     return
+                if (
+                    code == "badResumptionToken"
+                    and "resumptionToken" in params
+                    and not self.resumption_token
+                    and restarts < OAI_MAX_RESTARTS
+                ):
+                    restarts += 1
+                    params = self._list_params()
+                    logger.warning(
+                        "%s: badResumptionToken (%s); asking for the list again from %s "
+                        "(restart %d of at most %d)",
+                        fetched.source,
+                        page.oai_error.message,
+                        self.from_date or "its beginning",
+                        restarts,
+                        OAI_MAX_RESTARTS,
+                    )
+                    continue
                 raise SourceError(
-                    f"OAI-PMH error {page.oai_error.code}: {page.oai_error.message}",
-                    source=fetched.source,
+                    f"OAI-PMH error {code}: {page.oai_error.message}", source=fetched.source
                 )
             token = page.resumption_token if page.verb == "ListRecords" else None
+            more = bool(token) and (self.max_pages is None or pages < self.max_pages)
             yield Chunk(
                 source=fetched.source,
                 records=page.records,
                 errors=page.errors,
                 deleted=page.deleted,
                 resumption_token=token,
+                position={"resumption_token": token, "restarts": restarts} if more else None,
             )
-            if not token or (self.max_pages is not None and pages >= self.max_pages):
+            if not more:
                 return
             params = {"verb": "ListRecords", "resumptionToken": token}
+
+    def _get_records(self, first: int) -> Iterator[Chunk]:
+        for index in range(first, len(self.identifiers)):
+            identifier = self.identifiers[index]
+            fetched = self.transport.get(self.base_url, self._get_record_params(identifier))
+            page = parse_oai_page(fetched.body, source=fetched.source)
+            position = {"next": index + 1} if index + 1 < len(self.identifiers) else None
+            if page.oai_error is not None:
+                if page.oai_error.code != "idDoesNotExist":
+                    raise SourceError(
+                        f"OAI-PMH error {page.oai_error.code}: {page.oai_error.message}",
+                        source=fetched.source,
+                    )
+                error = ParseError(
+                    f"OAI-PMH idDoesNotExist: {page.oai_error.message}",
+                    source=fetched.source,
+                    record=identifier,
+                )
+                yield Chunk(source=fetched.source, gaps=[error], position=position)
+                continue
+            yield Chunk(
+                source=fetched.source,
+                records=page.records,
+                errors=page.errors,
+                deleted=page.deleted,
+                position=position,
+            )
 
 
 class AtomApiSource:
@@ -501,13 +719,19 @@ class AtomApiSource:
     - ``search_query``: arXiv's query syntax (``cat:cs.CL AND ti:agent``);
     - ``start``: 0-based offset of the first result; ``page_size``: results per request;
     - ``max_results``: results wanted in total (``None``: as many as the query matches);
-    - ``sort_by`` / ``sort_order``: as the API takes them.
+    - ``sort_by`` / ``sort_order``: as the API takes them;
+    - ``empty_page_retries``: how often a page that comes back empty in the middle of a result
+      set is asked for again (default ``settings.ARXIV_API_EMPTY_PAGE_RETRIES``);
+    - ``report_missing``: report ids of ``id_list`` the API did not return.
 
-    :meth:`chunks` yields one :class:`Chunk` per response and stops when ``max_results`` are
-    read, the feed's ``totalResults`` is reached or a page comes back empty. Error entries never
-    become records: they raise :class:`SourceError` (as does an HTTP 400 without one).
-    Raises :class:`ParseError` for an unparseable feed and :class:`HarvestError` from the
-    transport.
+    :meth:`chunks` yields one :class:`Chunk` per response, with ``position``
+    ``{"start": next offset, "returned": [ids returned so far]}``, and stops when
+    ``max_results`` are read or the feed's ``totalResults`` is reached. A page with no entries
+    while ``start < totalResults`` (a known arXiv API behaviour) is asked for again; still
+    empty, it is skipped with a gap naming its range. The last chunk's ``gaps`` name each id
+    of ``id_list`` that was asked for and not returned. Error entries never become records:
+    they raise :class:`SourceError` (as does an HTTP 400 without one). Raises
+    :class:`ParseError` for an unparseable feed and :class:`HarvestError` from the transport.
     """
 
     kind = "atom"
@@ -524,10 +748,10 @@ class AtomApiSource:
         page_size: int = 100,
         sort_by: str = "relevance",
         sort_order: str = "descending",
+        empty_page_retries: int | None = None,
+        report_missing: bool = True,
     ):
-        if isinstance(id_list, str):
-            id_list = [part for part in id_list.split(",")]
-        self.id_list = [part.strip() for part in id_list if part.strip()]
+        self.id_list = _id_list(id_list)
         self.search_query = search_query or ""
         if not self.id_list and not self.search_query:
             raise ValueError("the arXiv API needs an id_list or a search_query")
@@ -540,12 +764,18 @@ class AtomApiSource:
         self.page_size = page_size
         self.sort_by = sort_by
         self.sort_order = sort_order
+        self.empty_page_retries = (
+            empty_page_retries
+            if empty_page_retries is not None
+            else settings.ARXIV_API_EMPTY_PAGE_RETRIES
+        )
+        self.report_missing = report_missing and bool(self.id_list)
 
     @classmethod
     def from_request(cls, params: Mapping[str, str], *, transport: Transport) -> AtomApiSource:
         """The source that sends exactly the API request ``params`` (``id_list``,
         ``search_query``, ``start``, ``max_results``, ``sortBy``, ``sortOrder``) and stops
-        after that one page."""
+        after that one page. A replay of one recorded response: missing ids are not reported."""
         size = int(params.get("max_results", 10))
         return cls(
             transport=transport,
@@ -556,12 +786,17 @@ class AtomApiSource:
             page_size=size,
             sort_by=params.get("sortBy", "relevance"),
             sort_order=params.get("sortOrder", "descending"),
+            report_missing=False,
         )
 
-    def chunks(self) -> Iterator[Chunk]:
-        """One chunk per API response, ``start`` advancing by the entries read."""
-        start = self.start
-        read = 0
+    def chunks(self, position: Mapping[str, Any] | None = None) -> Iterator[Chunk]:
+        """One chunk per API response, ``start`` advancing by the entries read, from the start
+        or from a chunk's ``position``."""
+        position = position or {}
+        start = int(position.get("start", self.start))
+        returned: set[str] = set(position.get("returned", ()))
+        read = start - self.start
+        empty_tries = 0
         while self.max_results is None or read < self.max_results:
             size = self.page_size
             if self.max_results is not None:
@@ -585,21 +820,76 @@ class AtomApiSource:
                 raise SourceError(
                     f"HTTP {fetched.status} without an error entry", source=fetched.source
                 )
-            yield Chunk(source=fetched.source, records=page.records, errors=page.errors)
             entries = len(page.records) + len(page.errors)
+            total = page.total_results
+            chunk = Chunk(source=fetched.source, records=page.records, errors=page.errors)
+            if entries == 0 and total is not None and start < total:
+                if empty_tries < self.empty_page_retries:
+                    empty_tries += 1
+                    logger.warning(
+                        "%s: no entries at start=%d of %d results; asking again (%d of %d)",
+                        fetched.source,
+                        start,
+                        total,
+                        empty_tries,
+                        self.empty_page_retries,
+                    )
+                    continue
+                chunk.gaps = [
+                    ParseError(
+                        f"no entries at start={start} of {total} results after "
+                        f"{empty_tries + 1} requests; page skipped",
+                        source=fetched.source,
+                        record=f"results {start} to {start + size - 1}",
+                    )
+                ]
+                entries = size
+            empty_tries = 0
+            returned.update(record.arxiv_id for record in page.records)
             read += entries
             start += entries
-            total = page.total_results
-            if entries == 0 or (total is not None and start >= total):
+            done = (
+                entries == 0
+                or (total is not None and start >= total)
+                or (self.max_results is not None and read >= self.max_results)
+            )
+            if done:
+                chunk.gaps.extend(self._missing(returned, fetched.source))
+            else:
+                chunk.position = {"start": start}
+                if self.report_missing:
+                    chunk.position["returned"] = sorted(returned)
+            yield chunk
+            if done:
                 return
+
+    def _missing(self, returned: set[str], source: str) -> list[ParseError]:
+        """One error per id of ``id_list`` that no returned record carries."""
+        if not self.report_missing:
+            return []
+        missing = []
+        for asked in self.id_list:
+            try:
+                canonical, _ = parse_arxiv_id(asked)
+            except InvalidArxivId:
+                canonical = asked
+            if canonical not in returned:
+                missing.append(
+                    ParseError(
+                        "asked for but not returned by the arXiv API", source=source, record=asked
+                    )
+                )
+        return missing
 
 
 class SnapshotSource:
     """A Kaggle-format snapshot file (JSON lines, plain or gzip-compressed), streamed.
 
-    :meth:`chunks` yields chunks of up to ``chunk_size`` records; a bad line becomes a
-    :class:`ParseError` naming the file and ``line N`` in the chunk's ``errors`` and reading
-    goes on. Raises ``OSError`` for a file that cannot be opened.
+    :meth:`chunks` yields chunks of up to ``chunk_size`` records, with ``position``
+    ``{"chunks": chunks read}``; resuming from a position reads past the chunks already
+    stored without yielding them. A bad line becomes a :class:`ParseError` naming the file and
+    ``line N`` in the chunk's ``errors`` and reading goes on. Raises ``OSError`` for a file
+    that cannot be opened.
     """
 
     kind = "snapshot"
@@ -608,20 +898,29 @@ class SnapshotSource:
         self.path = Path(path)
         self.chunk_size = chunk_size
 
-    def chunks(self) -> Iterator[Chunk]:
+    def chunks(self, position: Mapping[str, Any] | None = None) -> Iterator[Chunk]:
         """Chunks of up to ``chunk_size`` records, read lazily; bad lines in ``errors``."""
+        skip = int((position or {}).get("chunks", 0))
         source = str(self.path)
         records: list[ArxivRecord] = []
         errors: list[ParseError] = []
+        done = 0
         with self._open() as stream:
             for record in iter_snapshot(stream, source=source, on_error=errors.append):
                 records.append(record)
                 if len(records) >= self.chunk_size:
-                    yield Chunk(source=source, records=records, errors=list(errors))
+                    done += 1
+                    if done > skip:
+                        yield Chunk(
+                            source=source,
+                            records=records,
+                            errors=list(errors),
+                            position={"chunks": done},
+                        )
                     records = []
                     errors.clear()
-        if records or errors:
-            yield Chunk(source=source, records=records, errors=list(errors))
+        if (records or errors) and done + 1 > skip:
+            yield Chunk(source=source, records=records, errors=list(errors), position=None)
 
     def _open(self):
         with self.path.open("rb") as probe:
@@ -650,38 +949,45 @@ def recorded_sources(directory: str | Path = DEFAULT_RECORDED_DIR) -> list[Sourc
     return sources
 
 
+_ALLOWED_PARAMS = {
+    "recorded": {"directory"},
+    "oai": {
+        "metadata_prefix",
+        "sets",
+        "from",
+        "until",
+        "resumption_token",
+        "identifiers",
+        "base_url",
+        "incremental",
+    },
+    "atom": {"id_list", "search_query", "start", "max_results", "page_size", "base_url"},
+    "snapshot": {"path"},
+}
+
+
 def sources_for(kind: str, params: Mapping[str, Any]) -> list[Source]:
     """Build the sources of a harvest from plain JSON parameters (what the task receives).
 
     - ``recorded``: ``{"directory": path}`` (default ``papers/recorded/``);
-    - ``oai``: ``{"metadata_prefix", "set", "from", "until", "resumption_token",
-      "identifier", "base_url"}``, all optional;
+    - ``oai``: ``{"metadata_prefix", "sets", "from", "until", "resumption_token",
+      "identifiers", "base_url", "incremental"}``, all optional: one ``ListRecords`` source per
+      set of ``sets`` (a list; default ``settings.ARXIV_OAI_SETS``; an empty list harvests
+      the whole repository), or one source from ``resumption_token`` (one set at most), or one
+      ``GetRecord`` source for ``identifiers`` (a list or ``"a,b"``); ``incremental`` is read
+      by ``papers.services`` (which fills ``from``) and ignored here;
     - ``atom``: ``{"id_list": [..] or "a,b", "search_query", "start", "max_results",
       "page_size", "base_url"}``; ``max_results`` defaults to the number of ids, or 100 for a
       search;
     - ``snapshot``: ``{"path": file}``.
 
-    OAI and API sources go over :class:`HttpTransport` (the API one throttled to one request
-    every 3 s). Raises ``ValueError`` for an unknown kind or parameter and
-    :class:`ManifestError` for a bad recorded directory.
+    OAI and API sources share one :class:`HttpTransport`. Raises ``ValueError`` naming what is
+    wrong for an unknown kind or parameter or a malformed value, and :class:`ManifestError`
+    for a bad recorded directory.
     """
-    allowed = {
-        "recorded": {"directory"},
-        "oai": {
-            "metadata_prefix",
-            "set",
-            "from",
-            "until",
-            "resumption_token",
-            "identifier",
-            "base_url",
-        },
-        "atom": {"id_list", "search_query", "start", "max_results", "page_size", "base_url"},
-        "snapshot": {"path"},
-    }
-    if kind not in allowed:
+    if kind not in _ALLOWED_PARAMS:
         raise ValueError(f"unknown harvest kind {kind!r}; expected one of {', '.join(KINDS)}")
-    unknown = set(params) - allowed[kind]
+    unknown = set(params) - _ALLOWED_PARAMS[kind]
     if unknown:
         raise ValueError(f"unknown {kind} parameters: {', '.join(sorted(unknown))}")
     if kind == "recorded":
@@ -691,36 +997,79 @@ def sources_for(kind: str, params: Mapping[str, Any]) -> list[Source]:
             raise ValueError("a snapshot harvest needs a 'path'")
         return [SnapshotSource(params["path"])]
     if kind == "oai":
-        return [
-            OaiPmhSource(
-                transport=HttpTransport(),
-                base_url=params.get("base_url"),
-                metadata_prefix=params.get("metadata_prefix") or "arXivRaw",
-                set_spec=params.get("set"),
-                from_date=params.get("from"),
-                until_date=params.get("until"),
-                resumption_token=params.get("resumption_token"),
-                identifier=params.get("identifier"),
-            )
-        ]
-    id_list = params.get("id_list") or ()
-    if isinstance(id_list, str):
-        id_list = [part for part in id_list.split(",") if part.strip()]
+        return _oai_sources(params)
+    id_list = _id_list(params.get("id_list") or ())
     # Unbounded searches would page through hundreds of thousands of results: default to 100.
     max_results = params.get("max_results")
     if max_results is None:
         max_results = len(id_list) if id_list else 100
     return [
         AtomApiSource(
-            transport=HttpTransport(min_interval=ARXIV_API_MIN_INTERVAL),
+            transport=HttpTransport(),
             base_url=params.get("base_url"),
             id_list=id_list,
             search_query=params.get("search_query") or "",
-            start=int(params.get("start") or 0),
-            max_results=int(max_results),
-            page_size=int(params.get("page_size") or 100),
+            start=_int_param(params, "start", 0),
+            max_results=_int_param(params, "max_results", max_results),
+            page_size=_int_param(params, "page_size", 100),
         )
     ]
+
+
+def oai_sets(params: Mapping[str, Any]) -> list[str]:
+    """The OAI sets ``params`` ask for: its ``sets`` list, else ``settings.ARXIV_OAI_SETS``.
+    Raises ``ValueError`` when ``sets`` is not a list of set names."""
+    sets = params.get("sets")
+    if sets is None:
+        return list(settings.ARXIV_OAI_SETS)
+    if not isinstance(sets, list) or not all(isinstance(s, str) and s.strip() for s in sets):
+        raise ValueError(f"OAI 'sets' must be a list of set names such as ['cs'], not {sets!r}")
+    return [s.strip() for s in sets]
+
+
+def _oai_sources(params: Mapping[str, Any]) -> list[OaiPmhSource]:
+    if not isinstance(params.get("incremental", False), bool):
+        raise ValueError(f"OAI 'incremental' must be true or false, not {params['incremental']!r}")
+    sets = oai_sets(params)
+    transport = HttpTransport()
+    common = {
+        "transport": transport,
+        "base_url": params.get("base_url"),
+        "metadata_prefix": params.get("metadata_prefix") or "arXivRaw",
+        "from_date": params.get("from"),
+        "until_date": params.get("until"),
+    }
+    identifiers = _id_list(params.get("identifiers") or ())
+    if identifiers:
+        return [OaiPmhSource(identifiers=identifiers, **common)]
+    if params.get("resumption_token"):
+        if len(sets) > 1:
+            raise ValueError("an OAI 'resumption_token' belongs to one list: give one set at most")
+        return [
+            OaiPmhSource(
+                set_spec=sets[0] if sets else None,
+                resumption_token=params["resumption_token"],
+                **common,
+            )
+        ]
+    return [OaiPmhSource(set_spec=set_spec, **common) for set_spec in sets or [None]]
+
+
+def _id_list(ids: Iterable[str] | str) -> list[str]:
+    """Identifiers from a list or a comma-separated string, blanks dropped."""
+    if isinstance(ids, str):
+        ids = ids.split(",")
+    return [str(part).strip() for part in ids if str(part).strip()]
+
+
+def _int_param(params: Mapping[str, Any], name: str, default: int) -> int:
+    value = params.get(name)
+    if value in (None, ""):
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"'{name}' must be a whole number, not {value!r}") from None
 
 
 def _iso_date(value: dt.date | str | None, name: str) -> str | None:

@@ -1,29 +1,73 @@
 """Harvest tasks (queue ``harvest``, routed by ``papers.tasks.*``). Thin: the work is in
-``papers.services.harvest_run``."""
+``papers.services.harvest_run`` and ``harvest_run_resume``.
 
-import requests
+Both tasks are safe to run again: a task delivered a second time (its worker was killed;
+``acks_late`` and ``reject_on_worker_lost`` put it back on the queue) or retried after a
+network failure finds its :class:`~papers.models.HarvestRun` and resumes it from its checkpoint.
+A run that used up its time budget (``settings.ARXIV_HARVEST_TASK_SECONDS``, kept below the
+task time limits) is paused and continued by a new ``harvest_resume`` task.
+"""
+
+import logging
+
 from celery import shared_task
+from django.conf import settings
 
-from .services import harvest_run
+from .models import HarvestRun
+from .services import HarvestLocked, HarvestSummary, harvest_run, harvest_run_resume
 from .sources import HarvestError
 
+logger = logging.getLogger(__name__)
 
-@shared_task(
-    name="papers.tasks.harvest",
-    # Only network failures are worth another try; a bad page or a refused request would fail
-    # the same way again, so they are reported in the summary instead.
-    autoretry_for=(requests.ConnectionError, requests.Timeout, HarvestError),
-    max_retries=5,
-    retry_backoff=60,
-    retry_backoff_max=30 * 60,
-    retry_jitter=True,
-)
-def harvest(kind: str, params: dict | None = None) -> dict:
+# Only network failures are worth another try; a bad page or a refused request would fail the
+# same way again, so the run fails and waits for a person (admin action, harvest --resume).
+RETRY_OPTIONS = {
+    "autoretry_for": (HarvestError,),
+    "max_retries": 5,
+    "retry_backoff": 60,
+    "retry_backoff_max": 30 * 60,
+    "retry_jitter": True,
+}
+
+
+@shared_task(bind=True, name="papers.tasks.harvest", **RETRY_OPTIONS)
+def harvest(self, kind: str, params: dict | None = None) -> dict | None:
     """Harvest ``kind`` (``recorded``, ``oai``, ``atom``, ``snapshot``) with JSON ``params``
-    (see ``papers.sources.sources_for``) and store the records.
+    (see ``papers.sources.sources_for``; what beat's periodic tasks pass) as a new harvest run.
 
-    Returns the summary dict of ``HarvestSummary.as_dict`` (kind, pages, created, updated,
-    unchanged, deleted, error_count, errors). OAI harvests resume from their checkpoint when
-    retried.
+    Returns ``HarvestSummary.as_dict`` (kind, run_id, status, pages, created, updated,
+    unchanged, deleted, error_count, errors), or None when another harvest of the kind is
+    running (logged; nothing is stored).
     """
-    return harvest_run(kind=kind, params=params or {}).as_dict()
+    try:
+        summary = harvest_run(
+            kind=kind,
+            params=params or {},
+            task_id=self.request.id or "",
+            max_seconds=settings.ARXIV_HARVEST_TASK_SECONDS,
+        )
+    except HarvestLocked as locked:
+        logger.warning("harvest task %s: %s", self.request.id, locked)
+        return None
+    return _continued(summary)
+
+
+@shared_task(bind=True, name="papers.tasks.harvest_resume", **RETRY_OPTIONS)
+def harvest_resume(self, run_id: int) -> dict | None:
+    """Resume harvest run ``run_id`` from its checkpoint. Returns the summary dict as
+    :func:`harvest` does, or None when the run is gone or another harvest holds the lock."""
+    run = HarvestRun.objects.filter(pk=run_id).first()
+    if run is None:
+        return None
+    try:
+        summary = harvest_run_resume(run=run, max_seconds=settings.ARXIV_HARVEST_TASK_SECONDS)
+    except HarvestLocked as locked:
+        logger.warning("harvest run #%d not resumed: %s", run_id, locked)
+        return None
+    return _continued(summary)
+
+
+def _continued(summary: HarvestSummary) -> dict:
+    if summary.status == HarvestRun.Status.PENDING:
+        harvest_resume.delay(summary.run_id)
+    return summary.as_dict()

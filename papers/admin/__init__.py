@@ -1,3 +1,3 @@
 """Admin for papers: arXiv records (``papers``) and harvest runs (``harvest``)."""
 
-from . import papers  # noqa: F401
+from . import harvest, papers  # noqa: F401

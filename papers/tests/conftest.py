@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -99,51 +94,3 @@ def table_state() -> dict:
         ),
         "categories": sorted(Category.objects.values_list("code", flat=True)),
     }
-
-
-@dataclass
-class LocalServer:
-    """A real HTTP server on 127.0.0.1 run by a thread of the test.
-
-    ``handler(query: dict[str, str], number: int) -> (status, headers, body)`` answers each
-    GET (``number`` counts requests from 1); ``requests`` records ``(path, query, headers)``.
-    """
-
-    url: str = ""
-    handler: Callable[[dict[str, str], int], tuple[int, dict[str, str], bytes]] | None = None
-    requests: list[tuple[str, dict[str, str], dict[str, str]]] = field(default_factory=list)
-
-
-@pytest.fixture
-def local_server():
-    state = LocalServer()
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            parts = urlsplit(self.path)
-            query = dict(parse_qsl(parts.query, keep_blank_values=True))
-            with lock:
-                state.requests.append((parts.path, query, dict(self.headers.items())))
-                number = len(state.requests)
-            status, headers, body = state.handler(query, number)
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/oai"
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join()

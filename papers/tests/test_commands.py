@@ -1,25 +1,63 @@
-"""``manage.py load_categories`` and ``manage.py harvest`` (through the eager Celery task)."""
+"""``manage.py load_categories`` and ``manage.py harvest`` (through the eager Celery task, or
+``--sync``): recorded files, snapshots, OAI-PMH from a real local server, resuming a run."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from io import StringIO
 
 import pytest
+from django.core.cache import cache
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
-from papers.models import Category, Paper
+from papers.models import Category, HarvestRun, Paper
+from papers.sources import RequestLimiter, _redis_client
 from papers.tasks import harvest
 
 from .conftest import (
+    ARXIV_RAW_PAGE,
     RECORDED_DIR,
     RECORDED_DISTINCT_IDS,
     RECORDED_RECORDS,
     SNAPSHOT_HEAD,
     table_state,
 )
+from .httpserver import LocalHttpServer, Reply, oai_pages, oai_token
 
 pytestmark = pytest.mark.django_db
+
+PAGES = oai_pages(ARXIV_RAW_PAGE, [30, 30])
+NO_RECORDS = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n'
+    b'<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/">'
+    b"<responseDate>2024-01-27T00:00:00Z</responseDate>"
+    b'<request verb="ListRecords">http://export.arxiv.org/oai2</request>'
+    b'<error code="noRecordsMatch">The combination of the values results in an empty list.'
+    b"</error></OAI-PMH>"
+)
+
+
+@pytest.fixture(autouse=True)
+def harvest_settings(settings):
+    settings.ARXIV_REQUEST_INTERVAL_MS = 5
+    settings.ARXIV_HTTP_RETRIES = 0
+    settings.ARXIV_OAI_SETS = ["cs"]
+    client = _redis_client(settings.REDIS_URL)
+    client.delete(RequestLimiter.KEY)
+    cache.delete("papers:harvest-lock:oai")
+    yield
+    client.delete(RequestLimiter.KEY)
+    cache.delete("papers:harvest-lock:oai")
+
+
+@pytest.fixture
+def server(settings):
+    """A local OAI-PMH endpoint, and the OAI base URL pointing at it."""
+    with LocalHttpServer() as server:
+        settings.ARXIV_OAI_BASE_URL = server.url
+        yield server
 
 
 def run(*args):
@@ -45,6 +83,10 @@ def test_harvest_recorded_through_the_task(django_capture_on_commit_callbacks):
     assert f"{RECORDED_DISTINCT_IDS} created" in out
     assert f"{RECORDED_RECORDS - RECORDED_DISTINCT_IDS} unchanged" in out
     assert "0 errors" in out and err == ""
+    stored = HarvestRun.objects.get()
+    assert (
+        f"Harvest run #{stored.pk} succeeded: 26 pages, {RECORDED_RECORDS} records in all." in out
+    )
     assert Paper.objects.count() == RECORDED_DISTINCT_IDS
     before = table_state()
 
@@ -86,12 +128,78 @@ def test_harvest_network_failure_is_a_loud_command_error(settings):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     settings.ARXIV_OAI_BASE_URL = f"http://127.0.0.1:{port}/oai"
-    settings.ARXIV_HTTP_RETRIES = 0
 
     for sync in ([], ["--sync"]):
-        with pytest.raises(CommandError, match=f"127.0.0.1:{port}/oai\\?verb=ListRecords"):
+        with pytest.raises(
+            CommandError, match=f"127.0.0.1:{port}/oai\\?verb=ListRecords"
+        ) as raised:
             run("harvest", "--oai", "--set", "cs", *sync)
+        failed = HarvestRun.objects.latest("created_at")
+        assert failed.status == "failed"
+        assert f"resume it with `manage.py harvest --resume {failed.pk}`" in str(raised.value)
     assert Paper.objects.count() == 0
+
+
+def test_harvest_resume_continues_a_failed_run_from_its_checkpoint(server):
+    down = {"page 2": True}
+
+    def handler(request):
+        if request.query.get("resumptionToken") == oai_token(PAGES[0]):
+            if down["page 2"]:
+                return Reply(status=404)
+            return Reply(body=PAGES[1])
+        return Reply(body=PAGES[0])
+
+    server.handler = handler
+    with pytest.raises(CommandError, match="unexpected HTTP status 404"):
+        run("harvest", "--oai", "--set", "cs", "--from", "2008-01-25", "--sync")
+    failed = HarvestRun.objects.get()
+    assert (failed.status, failed.pages_done, Paper.objects.count()) == ("failed", 1, 30)
+    down["page 2"] = False
+    server.requests.clear()
+
+    out, err = run("harvest", "--resume", str(failed.pk))
+
+    assert f"Harvest run #{failed.pk} succeeded: 2 pages, 60 records in all." in out
+    assert server.queries() == [{"verb": "ListRecords", "resumptionToken": oai_token(PAGES[0])}]
+    assert Paper.objects.count() == 60 and err == ""
+    out, _ = run("harvest", "--resume", str(failed.pk), "--sync")
+    assert f"Harvest run #{failed.pk} has succeeded; nothing to resume." in out
+    with pytest.raises(CommandError, match="there is no harvest run #999999"):
+        run("harvest", "--resume", "999999")
+
+
+def test_harvest_oai_takes_several_sets_and_incremental(server):
+    server.handler = lambda request: Reply(body=NO_RECORDS)
+
+    run("harvest", "--oai", "--set", "cs", "--set", "physics:hep-th", "--from", "2026-01-05")
+    out, _ = run("harvest", "--oai", "--incremental", "--sync")
+
+    first, incremental = HarvestRun.objects.order_by("created_at")
+    assert first.params["sets"] == ["cs", "physics:hep-th"]
+    # No incremental harvest before it: from yesterday, on the configured sets.
+    yesterday = (timezone.now().date() - dt.timedelta(days=1)).isoformat()
+    assert incremental.params == {
+        "metadata_prefix": "arXivRaw",
+        "incremental": True,
+        "sets": ["cs"],
+        "from": yesterday,
+    }
+    assert [(q.get("set"), q.get("from")) for q in server.queries()] == [
+        ("cs", "2026-01-05"),
+        ("physics:hep-th", "2026-01-05"),
+        ("cs", yesterday),
+    ]
+    assert f"Harvest run #{incremental.pk} succeeded: 1 pages, 0 records in all." in out
+
+
+def test_harvest_refuses_while_another_harvest_of_the_kind_runs(server):
+    cache.set("papers:harvest-lock:oai", "run #999", 60)
+
+    for sync in ([], ["--sync"]):
+        with pytest.raises(CommandError, match="another .*harvest .*running"):
+            run("harvest", "--oai", *sync)
+    assert HarvestRun.objects.count() == 0 and server.requests == []
 
 
 def test_harvest_atom_needs_ids_or_query():
@@ -113,6 +221,8 @@ def test_harvest_task_takes_plain_json_and_returns_a_summary():
     summary = result.get()
     assert summary == {
         "kind": "snapshot",
+        "run_id": HarvestRun.objects.get().pk,
+        "status": "succeeded",
         "pages": 1,
         "created": 200,
         "updated": 0,

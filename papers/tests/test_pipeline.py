@@ -1,27 +1,42 @@
-"""The whole path through a real Celery worker consuming from Redis:
+"""The whole path through real Celery workers consuming from Redis:
 
 ``papers.tasks.harvest`` (queue ``harvest``) -> ``papers_upsert`` -> on commit ``papers_stored``
--> ``topics.receivers`` -> ``topics.tasks.tag_papers`` (queue ``tag``) -> rule assignments.
+-> ``topics.receivers`` -> ``topics.tasks.tag_papers`` (queue ``tag``) -> rule assignments;
+
+and a harvest whose worker is killed with SIGKILL in the middle of it, in a real
+``celery worker`` process (the whole worker, or only the pool process running the task): the
+run resumes from its checkpoint and the database ends equal to an uninterrupted harvest.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from celery.contrib.testing.worker import start_worker
 from celery.signals import after_task_publish, task_postrun
+from django.conf import settings as django_settings
+from django.core.cache import cache
+from django.core.management import call_command
 from django.db import connections
 
-from papers.models import Category, Paper
-from papers.services import category_sync
+from papers.models import Category, HarvestRun, Paper
+from papers.services import category_sync, harvest_run
+from papers.sources import RequestLimiter, _redis_client
 from papers.tasks import harvest
 from topics.models import Assignment
 from topics.services import topic_create
 from topicsite.celery import app
 
 from .conftest import RECORDED_DIR, RECORDED_DISTINCT_IDS, RECORDED_RECORDS, table_state
+from .httpserver import LocalHttpServer, Reply
+from .test_harvest_runs import PAGES, TOKENS, content_state, oai_list, page_ids, wipe
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.django_db(transaction=True)]
 
@@ -135,3 +150,234 @@ def test_harvest_and_tagging_through_a_real_worker(live_worker):
     assert live_worker.published[published_before:] == [second.id]
     assert table_state() == papers_before
     assert assignment_state() == assignments_before
+
+
+# --- a worker killed in the middle of a harvest ---------------------------------------------
+
+WORKER_START_SECONDS = 90
+# Where kombu's Redis transport keeps messages delivered and not yet acknowledged.
+KOMBU_UNACKED_KEYS = ("unacked", "unacked_index", "unacked_mutex")
+
+
+class WorkerProcess:
+    """``celery -A topicsite worker`` in its own process group, on the test database."""
+
+    def __init__(self, log_path: Path, env: dict[str, str], name: str):
+        self.log_path = log_path
+        self.log = log_path.open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "topicsite",
+                "worker",
+                "--queues",
+                "harvest",
+                "--pool",
+                "prefork",
+                "--concurrency",
+                "1",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--hostname",
+                f"{name}@%h",
+                "--loglevel",
+                "INFO",
+            ],
+            cwd=django_settings.BASE_DIR,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def pool_children(self) -> list[int]:
+        """Pids of the worker's pool processes (children of the main process)."""
+        children = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # The command name may hold spaces; the parent pid follows the closing bracket.
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            if parent == self.process.pid:
+                children.append(int(entry.name))
+        return children
+
+    def kill_all(self) -> None:
+        """SIGKILL the whole worker, main process and pool, as a crashed host would."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            # Cold shutdown: the worker is idle by now, nothing to finish.
+            os.killpg(self.process.pid, signal.SIGQUIT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=30)
+        self.log.close()
+
+    def tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture
+def worker_env(settings, tmp_path):
+    """What a worker process needs to share the test's database, Redis and fast settings."""
+    database = settings.DATABASES["default"]
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "topicsite.settings.test",
+        "DATABASE_URL": (
+            f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/"
+            f"{database['NAME']}"
+        ),
+        "REDIS_URL": settings.REDIS_URL,
+        "ARXIV_REQUEST_INTERVAL_MS": "5",
+        "ARXIV_HTTP_RETRIES": "1",
+        "ARXIV_HTTP_BACKOFF_SECONDS": "0",
+        "ARXIV_OAI_SETS": "cs",
+    }
+    return env
+
+
+@pytest.fixture
+def broker(settings):
+    """Tasks sent from the test go to Redis for the worker processes (not run in-process)."""
+    saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
+    app.conf.task_always_eager = False
+    app.conf.broker_url = settings.REDIS_URL
+    client = _redis_client(settings.REDIS_URL)
+    app.control.purge()
+    client.delete(RequestLimiter.KEY, *KOMBU_UNACKED_KEYS)
+    cache.delete("papers:harvest-lock:oai")
+    yield
+    app.control.purge()
+    # A killed worker's unacknowledged message must not be restored into a later test.
+    client.delete(RequestLimiter.KEY, *KOMBU_UNACKED_KEYS)
+    cache.delete("papers:harvest-lock:oai")
+    app.conf.update(saved)
+
+
+@pytest.fixture
+def workers(tmp_path, worker_env):
+    started: list[WorkerProcess] = []
+
+    def start(name: str) -> WorkerProcess:
+        worker = WorkerProcess(tmp_path / f"{name}.log", worker_env, name)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+    connections.close_all()
+
+
+def wait_until(condition, what: str, worker: WorkerProcess, seconds: float = WORKER_START_SECONDS):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {seconds} s. Worker log:\n{worker.tail()}")
+
+
+def page_two_held():
+    """A handler serving the list, but holding the first request for page 2 until released."""
+    normal = oai_list()
+    requested, release = threading.Event(), threading.Event()
+
+    def handler(request):
+        if request.query.get("resumptionToken") == TOKENS[0] and not requested.is_set():
+            return Reply(body=PAGES[1], on_request=requested, hold=release)
+        return normal(request)
+
+    return handler, requested, release
+
+
+@pytest.fixture
+def uninterrupted_state(settings, worker_env):
+    """The database an uninterrupted harvest of the list gives (then emptied again), harvested
+    here with the workers' settings."""
+    settings.ARXIV_REQUEST_INTERVAL_MS = int(worker_env["ARXIV_REQUEST_INTERVAL_MS"])
+    with LocalHttpServer(oai_list()) as server:
+        harvest_run(kind="oai", params={"base_url": server.url, "from": "2008-01-25"})
+    state = content_state()
+    wipe()
+    return state
+
+
+def test_a_killed_worker_s_harvest_resumes_on_a_new_worker(
+    broker, workers, uninterrupted_state, capsys
+):
+    handler, page_two_requested, release = page_two_held()
+    with LocalHttpServer(handler) as server:
+        params = {"base_url": server.url, "from": "2008-01-25"}
+        first = workers("first")
+        harvest.apply_async(args=["oai", params])
+        wait_until(page_two_requested.is_set, "the worker asks for page 2", first)
+
+        # Mid-harvest: page 1 and its checkpoint are committed, page 2 is on its way.
+        run = HarvestRun.objects.get()
+        assert (run.status, run.pages_done, run.resumption_token) == ("running", 1, TOKENS[0])
+        assert set(Paper.objects.values_list("arxiv_id", flat=True)) == page_ids(1)
+        first.kill_all()
+        release.set()
+        requests_before = len(server.requests)
+        # A dead worker leaves its run running and its lock held: only that run may go on.
+        assert HarvestRun.objects.get().status == "running"
+        assert cache.get("papers:harvest-lock:oai") == f"run #{run.pk}"
+
+        second = workers("second")
+        call_command("harvest", "--resume", str(run.pk))
+        assert "Queued harvest task" in capsys.readouterr().out
+        wait_until(
+            lambda: HarvestRun.objects.get().status == "succeeded", "the resumed run", second
+        )
+
+        run.refresh_from_db()
+        assert (run.pages_done, run.attempt) == (3, 2)
+        # Exactly where it stopped: page 2 and 3 asked for once more, nothing stored twice.
+        assert server.queries()[requests_before:] == [
+            {"verb": "ListRecords", "resumptionToken": TOKENS[0]},
+            {"verb": "ListRecords", "resumptionToken": TOKENS[1]},
+        ]
+        assert (run.records_created, run.records_updated, run.records_unchanged) == (120, 0, 0)
+        assert content_state() == uninterrupted_state
+
+
+def test_a_killed_pool_process_s_task_is_delivered_again_and_resumes(
+    broker, workers, uninterrupted_state
+):
+    handler, page_two_requested, release = page_two_held()
+    with LocalHttpServer(handler) as server:
+        params = {"base_url": server.url, "from": "2008-01-25"}
+        worker = workers("pool")
+        result = harvest.apply_async(args=["oai", params])
+        wait_until(page_two_requested.is_set, "the worker asks for page 2", worker)
+        (child,) = worker.pool_children()
+
+        os.kill(child, signal.SIGKILL)
+        release.set()
+
+        # acks_late + reject_on_worker_lost: the message goes back on the queue, a new pool
+        # process gets the same task (same id), which finds its run and resumes it.
+        wait_until(
+            lambda: HarvestRun.objects.get().status == "succeeded", "the redelivered task", worker
+        )
+        run = HarvestRun.objects.get()
+        assert run.task_id == result.id
+        assert (run.pages_done, run.attempt) == (3, 2)
+        assert (run.records_created, run.records_updated, run.records_unchanged) == (120, 0, 0)
+        assert content_state() == uninterrupted_state
+        assert "WorkerLostError" in worker.tail() or "SIGKILL" in worker.tail()

@@ -1,15 +1,18 @@
-"""Transports and sources: HTTP against a local server serving real recorded bodies, the
-recorded-files transport, OAI resumption, API paging, and harvest checkpoints."""
+"""Transports and sources: HTTP against a real local server serving recorded real bodies and
+the network's faults, the shared request limiter, the recorded-files transport, OAI-PMH
+resumption and errors, API paging, snapshot chunks, and resuming each source from a chunk's
+position."""
 
 from __future__ import annotations
 
-import json
+import logging
+import subprocess
+import sys
 
 import pytest
 import requests
+from django.conf import settings as django_settings
 
-from papers.models import Paper
-from papers.services import harvest_run
 from papers.sources import (
     AtomApiSource,
     HarvestError,
@@ -18,8 +21,10 @@ from papers.sources import (
     NotRecorded,
     OaiPmhSource,
     RecordedTransport,
+    RequestLimiter,
     SnapshotSource,
     SourceError,
+    _redis_client,
     recorded_sources,
     sources_for,
 )
@@ -32,267 +37,15 @@ from .conftest import (
     RECORDED_DIR,
     RECORDED_RECORDS,
     SNAPSHOT_HEAD,
+    TEST_DATA_DIR,
 )
+from .httpserver import LocalHttpServer, Reply, atom_without_entries, oai_pages, oai_token
 
-XML = {"Content-Type": "text/xml; charset=utf-8"}
 OAI_DC_TOKEN = "6960524|1001"
-
-
-def ok(path):
-    return 200, XML, path.read_bytes()
-
-
-def two_page_oai(query, number):
-    """oai_dc page (token 6960524|1001), then the hep-ex page (no token) for that token."""
-    if query.get("resumptionToken") == OAI_DC_TOKEN:
-        return ok(HEP_EX_PAGE)
-    return ok(OAI_DC_PAGE)
-
-
-# --- HTTP transport -------------------------------------------------------------------------
-
-
-def test_http_sends_user_agent_and_parameters(local_server, settings):
-    settings.ARXIV_USER_AGENT = "topicsite-test/1.0 (mailto:ops@example.org)"
-    local_server.handler = lambda query, number: ok(ARXIV_RAW_PAGE)
-    source = OaiPmhSource(
-        transport=HttpTransport(retries=0),
-        base_url=local_server.url,
-        resumption_token="496549|46001",
-        max_pages=1,
-    )
-
-    chunks = list(source.chunks())
-
-    assert len(chunks) == 1 and len(chunks[0].records) == 1000
-    assert chunks[0].resumption_token == "496549|47001"
-    ((path, query, headers),) = local_server.requests
-    assert path == "/oai"
-    assert query == {"verb": "ListRecords", "resumptionToken": "496549|46001"}
-    assert headers["User-Agent"] == "topicsite-test/1.0 (mailto:ops@example.org)"
-    assert chunks[0].source.startswith(local_server.url)
-
-
-def test_http_503_with_retry_after_is_retried(local_server):
-    def busy_then_ok(query, number):
-        if number == 1:
-            return 503, {"Retry-After": "1"}, b"busy"
-        return ok(OAI_DC_PAGE)
-
-    local_server.handler = busy_then_ok
-    transport = HttpTransport(retries=3, backoff_factor=0)
-
-    fetched = transport.get(local_server.url, {"verb": "ListRecords", "metadataPrefix": "oai_dc"})
-
-    assert fetched.status == 200
-    assert fetched.body == OAI_DC_PAGE.read_bytes()
-    assert len(local_server.requests) == 2
-
-
-def test_http_429_is_retried_too(local_server):
-    local_server.handler = lambda query, number: (
-        (429, {"Retry-After": "0"}, b"slow down") if number <= 2 else ok(OAI_DC_PAGE)
-    )
-
-    fetched = HttpTransport(retries=2, backoff_factor=0).get(local_server.url, {"verb": "x"})
-
-    assert fetched.status == 200 and len(local_server.requests) == 3
-
-
-def test_http_persistent_503_fails_loudly_after_bounded_retries(local_server):
-    local_server.handler = lambda query, number: (503, {"Retry-After": "0"}, b"busy")
-    transport = HttpTransport(retries=2, backoff_factor=0)
-
-    with pytest.raises(HarvestError) as raised:
-        transport.get(local_server.url, {"verb": "ListRecords", "set": "cs"})
-
-    assert len(local_server.requests) == 3
-    assert raised.value.url == f"{local_server.url}?verb=ListRecords&set=cs"
-    assert str(raised.value).startswith(local_server.url)
-
-
-def test_http_other_status_fails_without_retrying(local_server):
-    local_server.handler = lambda query, number: (404, {}, b"not here")
-
-    with pytest.raises(HarvestError, match="HTTP status 404"):
-        HttpTransport(retries=3, backoff_factor=0).get(local_server.url, {"verb": "x"})
-    assert len(local_server.requests) == 1
-
-
-def test_http_connection_refused_fails_loudly():
-    # Bind and close a socket to get a port nobody listens on.
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/oai"
-
-    with pytest.raises(HarvestError) as raised:
-        HttpTransport(retries=1, backoff_factor=0, timeout=2).get(url, {"verb": "Identify"})
-    assert raised.value.url.startswith(url)
-    assert isinstance(raised.value.__cause__, requests.ConnectionError)
-
-
-def test_http_response_size_cap(local_server):
-    local_server.handler = lambda query, number: ok(ARXIV_RAW_PAGE)
-
-    with pytest.raises(HarvestError, match="byte cap"):
-        HttpTransport(retries=0, max_bytes=10_000).get(local_server.url, {"verb": "x"})
-
-
-# --- OAI-PMH over HTTP ----------------------------------------------------------------------
-
-
-def test_oai_follows_resumption_token_across_pages(local_server):
-    local_server.handler = two_page_oai
-    source = OaiPmhSource(
-        transport=HttpTransport(retries=0),
-        base_url=local_server.url,
-        metadata_prefix="oai_dc",
-        set_spec="cs",
-        from_date="2024-01-25",
-    )
-
-    chunks = list(source.chunks())
-
-    assert [len(chunk.records) for chunk in chunks] == [5, 3]
-    assert [chunk.resumption_token for chunk in chunks] == [OAI_DC_TOKEN, None]
-    assert [query for _, query, _ in local_server.requests] == [
-        {"verb": "ListRecords", "metadataPrefix": "oai_dc", "set": "cs", "from": "2024-01-25"},
-        # After the first page only the token is sent, as OAI-PMH requires.
-        {"verb": "ListRecords", "resumptionToken": OAI_DC_TOKEN},
-    ]
-
-
-@pytest.mark.django_db
-def test_oai_harvest_stores_every_page(local_server):
-    local_server.handler = two_page_oai
-
-    summary = harvest_run(
-        kind="oai",
-        params={
-            "base_url": local_server.url,
-            "metadata_prefix": "oai_dc",
-            "set": "cs",
-            "from": "2024-01-25",
-        },
-    )
-
-    assert (summary.pages, summary.created, summary.errors) == (2, 8, [])
-    assert Paper.objects.count() == 8
-    assert Paper.objects.filter(arxiv_id="1706.05371", source="oai:arXiv").exists()
-
-
-@pytest.mark.django_db
-def test_oai_harvest_failure_keeps_checkpoint_and_resumes(local_server, settings):
-    settings.ARXIV_HTTP_RETRIES = 1
-    down = {"value": True}
-
-    def second_page_down(query, number):
-        if query.get("resumptionToken") == OAI_DC_TOKEN and down["value"]:
-            return 503, {"Retry-After": "0"}, b"busy"
-        return two_page_oai(query, number)
-
-    local_server.handler = second_page_down
-    params = {"base_url": local_server.url, "metadata_prefix": "oai_dc", "set": "cs"}
-
-    with pytest.raises(HarvestError):
-        harvest_run(kind="oai", params=params)
-    # The first page is stored; the second was never parsed.
-    assert Paper.objects.count() == 5
-    requests_before = len(local_server.requests)
-
-    down["value"] = False
-    summary = harvest_run(kind="oai", params=params)
-
-    resumed = [query for _, query, _ in local_server.requests[requests_before:]]
-    assert resumed == [{"verb": "ListRecords", "resumptionToken": OAI_DC_TOKEN}]
-    assert (summary.pages, summary.created) == (1, 3)
-    assert Paper.objects.count() == 8
-
-    # The list completed: the checkpoint is gone, the next run starts from the beginning.
-    harvest_run(kind="oai", params=params)
-    assert local_server.requests[-2][1]["verb"] == "ListRecords"
-    assert "resumptionToken" not in local_server.requests[-2][1]
-
-
-def test_oai_no_records_match_is_zero_records(local_server):
-    body = (
-        b'<?xml version="1.0" encoding="UTF-8"?>\n'
-        b'<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/">'
-        b"<responseDate>2024-01-27T00:00:00Z</responseDate>"
-        b'<request verb="ListRecords" metadataPrefix="arXivRaw" set="cs" from="2030-01-01">'
-        b"http://export.arxiv.org/oai2</request>"
-        b'<error code="noRecordsMatch">The combination of the values results in an empty list.'
-        b"</error></OAI-PMH>"
-    )
-    local_server.handler = lambda query, number: (200, XML, body)
-    source = OaiPmhSource(
-        transport=HttpTransport(retries=0), base_url=local_server.url, from_date="2030-01-01"
-    )
-
-    chunks = list(source.chunks())
-
-    assert [(chunk.records, chunk.errors) for chunk in chunks] == [([], [])]
-
-
-def test_oai_error_other_than_no_records_is_refused(local_server):
-    body = (
-        b'<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/">'
-        b"<responseDate>2024-01-27T00:00:00Z</responseDate>"
-        b'<request verb="ListRecords">http://export.arxiv.org/oai2</request>'
-        b'<error code="badResumptionToken">expired</error></OAI-PMH>'
-    )
-    local_server.handler = lambda query, number: (200, XML, body)
-    source = OaiPmhSource(
-        transport=HttpTransport(retries=0), base_url=local_server.url, resumption_token="1|2"
-    )
-
-    with pytest.raises(SourceError, match="badResumptionToken"):
-        list(source.chunks())
-
-
-# --- arXiv API ------------------------------------------------------------------------------
-
-
-def atom_pages(query, number):
-    files = {
-        ("0", "10"): "q_testing_s0_m10_bc5a6c384fe9.xml",
-        ("10", "10"): "q_testing_s10_m10_34e56e15aaac.xml",
-        ("20", "10"): "q_testing_s20_m10_348a237fecab.xml",
-    }
-    name = files.get((query["start"], query["max_results"]))
-    if name is None:
-        return 400, XML, b"unexpected"
-    return ok(ATOM_DIR / name)
-
-
-def test_atom_pages_with_start_and_max_results(local_server):
-    local_server.handler = atom_pages
-    source = AtomApiSource(
-        transport=HttpTransport(retries=0),
-        base_url=local_server.url,
-        search_query="testing",
-        max_results=30,
-        page_size=10,
-    )
-
-    chunks = list(source.chunks())
-
-    assert [len(chunk.records) for chunk in chunks] == [10, 10, 10]
-    assert [
-        (q["start"], q["max_results"], q["search_query"]) for _, q, _ in local_server.requests
-    ] == [
-        ("0", "10", "testing"),
-        ("10", "10", "testing"),
-        ("20", "10", "testing"),
-    ]
-
-
-def test_atom_error_entry_never_becomes_a_paper(local_server):
-    # The error feed the API manual documents for a malformed id (HTTP 400).
-    body = b"""<?xml version="1.0" encoding="UTF-8"?>
+ID_DOES_NOT_EXIST = TEST_DATA_DIR / "oai" / "inspire_next" / "integration_arxiv_1305.9999.xml"
+GET_RECORD_1401_2122 = RECORDED_DIR / "oai" / "arxiv-single.xml"
+# The error feed the arXiv API manual documents for a malformed id (sent with HTTP 400).
+API_ERROR_FEED = b"""<?xml version="1.0" encoding="UTF-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom" xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">
   <id>http://arxiv.org/api/errors</id>
   <title>arXiv Query: error</title>
@@ -308,27 +61,544 @@ def test_atom_error_entry_never_becomes_a_paper(local_server):
     <author><name>arXiv api core</name></author>
   </entry>
 </feed>"""
-    local_server.handler = lambda query, number: (400, XML, body)
-    source = AtomApiSource(
-        transport=HttpTransport(retries=0), base_url=local_server.url, id_list=["1234.12345"]
+
+
+def oai_error(code: str, message: str) -> bytes:
+    """An OAI-PMH error response as the protocol specifies it (section 3.6)."""
+    return (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n'
+        b'<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/">'
+        b"<responseDate>2024-01-27T00:00:00Z</responseDate>"
+        b'<request verb="ListRecords">http://export.arxiv.org/oai2</request>'
+        b'<error code="' + code.encode() + b'">' + message.encode() + b"</error></OAI-PMH>"
     )
 
-    with pytest.raises(SourceError, match="incorrect id format for 1234.12345"):
-        list(source.chunks())
+
+def page(path) -> Reply:
+    return Reply(body=path.read_bytes())
 
 
-def test_atom_empty_feed_stops(local_server):
-    local_server.handler = lambda query, number: ok(
-        ATOM_DIR / "id_0000.0000_s0_m100_8b51d9633a68.xml"
-    )
-    source = AtomApiSource(
-        transport=HttpTransport(retries=0), base_url=local_server.url, id_list="0000.0000"
+@pytest.fixture(autouse=True)
+def quick_limiter(settings):
+    """The shared limiter on, with an interval small enough for tests; its key cleared."""
+    settings.ARXIV_REQUEST_INTERVAL_MS = 5
+    client = _redis_client(settings.REDIS_URL)
+    client.delete(RequestLimiter.KEY)
+    yield
+    client.delete(RequestLimiter.KEY)
+
+
+@pytest.fixture
+def server():
+    with LocalHttpServer() as server:
+        yield server
+
+
+def transport(**options) -> HttpTransport:
+    options.setdefault("retries", 0)
+    options.setdefault("backoff_factor", 0)
+    return HttpTransport(**options)
+
+
+def two_page_oai(request):
+    """oai_dc page (token 6960524|1001), then the hep-ex page (no token) for that token."""
+    if request.query.get("resumptionToken") == OAI_DC_TOKEN:
+        return page(HEP_EX_PAGE)
+    return page(OAI_DC_PAGE)
+
+
+# --- HTTP transport -------------------------------------------------------------------------
+
+
+def test_http_sends_user_agent_and_parameters(server, settings):
+    settings.ARXIV_USER_AGENT = "topicsite-test/1.0 (mailto:ops@example.org)"
+    server.handler = lambda request: page(ARXIV_RAW_PAGE)
+    source = OaiPmhSource(
+        transport=transport(), base_url=server.url, resumption_token="496549|46001", max_pages=1
     )
 
     chunks = list(source.chunks())
 
+    assert len(chunks) == 1 and len(chunks[0].records) == 1000
+    assert chunks[0].resumption_token == "496549|47001"
+    (request,) = server.requests
+    assert request.path == "/oai"
+    assert request.query == {"verb": "ListRecords", "resumptionToken": "496549|46001"}
+    assert request.headers["User-Agent"] == "topicsite-test/1.0 (mailto:ops@example.org)"
+    assert chunks[0].source.startswith(server.url)
+
+
+def test_http_503_with_retry_after_waits_what_it_says(server, caplog):
+    server.handler = lambda request: (
+        Reply(status=503, headers={"Retry-After": "7"}, body=b"busy")
+        if request.number == 1
+        else page(OAI_DC_PAGE)
+    )
+    waits = []
+
+    with caplog.at_level(logging.WARNING, logger="papers.sources"):
+        fetched = transport(retries=3, backoff_factor=5, sleep=waits.append).get(
+            server.url, {"verb": "ListRecords", "metadataPrefix": "oai_dc"}
+        )
+
+    assert fetched.status == 200 and fetched.body == OAI_DC_PAGE.read_bytes()
+    assert len(server.requests) == 2
+    # Retry-After, not the backoff (which would be 5 s), decided the wait.
+    assert waits == [7]
+    assert "HTTP 503; retrying in 7 s (Retry-After)" in caplog.text
+
+
+def test_http_429_is_retried_too(server):
+    server.handler = lambda request: (
+        Reply(status=429, headers={"Retry-After": "0"}, body=b"slow down")
+        if request.number <= 2
+        else page(OAI_DC_PAGE)
+    )
+
+    fetched = transport(retries=2).get(server.url, {"verb": "x"})
+
+    assert fetched.status == 200 and len(server.requests) == 3
+
+
+def test_http_persistent_503_fails_loudly_after_bounded_retries(server):
+    server.handler = lambda request: Reply(status=503, body=b"busy")
+    waits = []
+
+    with pytest.raises(HarvestError) as raised:
+        transport(retries=2, backoff_factor=1.5, sleep=waits.append).get(
+            server.url, {"verb": "ListRecords", "set": "cs"}
+        )
+
+    assert len(server.requests) == 3
+    # No Retry-After: exponential backoff.
+    assert waits == [1.5, 3.0]
+    assert raised.value.url == f"{server.url}?verb=ListRecords&set=cs"
+    assert "gave up after 3 attempts; last: HTTP 503" in str(raised.value)
+    assert str(raised.value).startswith(server.url)
+
+
+def test_http_retry_after_longer_than_allowed_fails_at_once(server):
+    server.handler = lambda request: Reply(status=503, headers={"Retry-After": "3600"})
+
+    with pytest.raises(HarvestError, match="Retry-After 3600 s, more than the 300 s"):
+        transport(retries=5, retry_after_max=300).get(server.url, {"verb": "x"})
+    assert len(server.requests) == 1
+
+
+def test_http_other_status_fails_without_retrying(server):
+    server.handler = lambda request: Reply(status=404, body=b"not here")
+
+    with pytest.raises(HarvestError, match="HTTP status 404"):
+        transport(retries=3).get(server.url, {"verb": "x"})
+    assert len(server.requests) == 1
+
+
+def test_http_connection_refused_fails_loudly():
+    # Bind and close a socket to get a port nobody listens on.
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/oai"
+
+    with pytest.raises(HarvestError) as raised:
+        transport(retries=1, timeout=2).get(url, {"verb": "Identify"})
+    assert raised.value.url.startswith(url)
+    assert isinstance(raised.value.__cause__, requests.ConnectionError)
+
+
+def test_http_connection_dropped_mid_body_is_retried(server):
+    body = OAI_DC_PAGE.read_bytes()
+    server.handler = lambda request: (
+        Reply(body=body, drop_after=len(body) // 3) if request.number == 1 else Reply(body=body)
+    )
+
+    fetched = transport(retries=1).get(server.url, {"verb": "x"})
+
+    assert fetched.body == body and len(server.requests) == 2
+
+
+def test_http_connection_always_dropped_fails_naming_the_cause(server):
+    body = OAI_DC_PAGE.read_bytes()
+    server.handler = lambda request: Reply(body=body, drop_after=100)
+
+    with pytest.raises(HarvestError, match="gave up after 2 attempts; last: ChunkedEncodingError"):
+        transport(retries=1).get(server.url, {"verb": "x"})
+
+
+def test_http_response_slower_than_the_timeout_is_retried(server):
+    server.handler = lambda request: (
+        Reply(body=OAI_DC_PAGE.read_bytes(), delay=1.5)
+        if request.number == 1
+        else page(OAI_DC_PAGE)
+    )
+
+    fetched = transport(retries=1, timeout=0.5).get(server.url, {"verb": "x"})
+
+    assert fetched.status == 200 and len(server.requests) == 2
+
+
+def test_http_response_size_cap(server):
+    server.handler = lambda request: page(ARXIV_RAW_PAGE)
+
+    with pytest.raises(HarvestError, match="byte cap"):
+        transport(retries=2, max_bytes=10_000).get(server.url, {"verb": "x"})
+    # Not retried: the same answer would come back.
+    assert len(server.requests) == 1
+
+
+def test_every_attempt_waits_for_the_shared_limiter(server):
+    server.handler = lambda request: (
+        Reply(status=503, headers={"Retry-After": "0"})
+        if request.number <= 2
+        else page(HEP_EX_PAGE)
+    )
+    client = _redis_client(django_settings.REDIS_URL)
+    limiter_waits = []
+
+    def wait_out_the_slot(seconds):
+        # Stands in for the time passing: the slot's key expires.
+        limiter_waits.append(seconds)
+        client.delete(RequestLimiter.KEY)
+
+    limiter = RequestLimiter(interval_ms=60_000, sleep=wait_out_the_slot)
+
+    transport(retries=2, limiter=limiter, sleep=lambda seconds: None).get(server.url, {"v": "x"})
+
+    # Three attempts: the first took the free slot, each retry had to wait for the next one.
+    assert len(server.requests) == 3
+    assert len(limiter_waits) == 2
+    assert all(50 < seconds <= 60 for seconds in limiter_waits)
+
+
+# --- the shared limiter ---------------------------------------------------------------------
+
+
+def test_limiter_gives_one_slot_per_interval_across_clients(settings):
+    first = RequestLimiter(interval_ms=30_000)
+    second = RequestLimiter(interval_ms=30_000)
+
+    assert first.try_acquire()
+    assert not second.try_acquire()
+    assert not first.try_acquire()
+    # The slot lives in Redis for the interval, whoever asks.
+    remaining = _redis_client(settings.REDIS_URL).pttl(RequestLimiter.KEY)
+    assert 25_000 < remaining <= 30_000
+
+
+def test_limiter_slot_is_shared_with_other_processes(settings):
+    RequestLimiter(interval_ms=30_000).wait()
+    script = (
+        "import django; django.setup();"
+        "from papers.sources import RequestLimiter;"
+        "print(RequestLimiter(interval_ms=30000).try_acquire())"
+    )
+    env = {
+        "DJANGO_SETTINGS_MODULE": "topicsite.settings.test",
+        "REDIS_URL": settings.REDIS_URL,
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/unused",
+        "PATH": "/usr/bin:/bin",
+    }
+
+    other = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=django_settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert other.returncode == 0, other.stderr
+    # This process holds the slot: the other one does not get it.
+    assert other.stdout.strip() == "False"
+
+
+def test_limiter_wait_sleeps_until_the_slot_frees(settings):
+    client = _redis_client(settings.REDIS_URL)
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        client.delete(RequestLimiter.KEY)
+
+    limiter = RequestLimiter(interval_ms=10_000, sleep=sleep)
+
+    assert limiter.wait() == 0
+    waited = limiter.wait()
+
+    assert len(slept) == 1 and 9 < slept[0] <= 10 and waited == slept[0]
+
+
+def test_limiter_without_redis_uses_the_local_cache(settings):
+    redis_url = settings.REDIS_URL
+    settings.REDIS_URL = None
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+    assert RequestLimiter(interval_ms=30_000).try_acquire()
+    assert not RequestLimiter(interval_ms=30_000).try_acquire()
+    assert not _redis_client(redis_url).exists(RequestLimiter.KEY)
+
+
+def test_limiter_interval_zero_is_off_and_negative_is_refused():
+    assert all(RequestLimiter(interval_ms=0).try_acquire() for _ in range(3))
+    with pytest.raises(ValueError, match="interval_ms must be >= 0"):
+        RequestLimiter(interval_ms=-1)
+
+
+# --- OAI-PMH over HTTP ----------------------------------------------------------------------
+
+
+def test_oai_follows_resumption_token_across_pages(server):
+    server.handler = two_page_oai
+    source = OaiPmhSource(
+        transport=transport(),
+        base_url=server.url,
+        metadata_prefix="oai_dc",
+        set_spec="cs",
+        from_date="2024-01-25",
+    )
+
+    chunks = list(source.chunks())
+
+    assert [len(chunk.records) for chunk in chunks] == [5, 3]
+    assert [chunk.resumption_token for chunk in chunks] == [OAI_DC_TOKEN, None]
+    assert [chunk.position for chunk in chunks] == [
+        {"resumption_token": OAI_DC_TOKEN, "restarts": 0},
+        None,
+    ]
+    assert server.queries() == [
+        {"verb": "ListRecords", "metadataPrefix": "oai_dc", "set": "cs", "from": "2024-01-25"},
+        # After the first page only the token is sent, as OAI-PMH requires.
+        {"verb": "ListRecords", "resumptionToken": OAI_DC_TOKEN},
+    ]
+
+
+def test_oai_resumes_from_a_chunk_position(server):
+    server.handler = two_page_oai
+    source = OaiPmhSource(transport=transport(), base_url=server.url, metadata_prefix="oai_dc")
+
+    chunks = list(source.chunks({"resumption_token": OAI_DC_TOKEN, "restarts": 0}))
+
+    assert [len(chunk.records) for chunk in chunks] == [3]
+    assert server.queries() == [{"verb": "ListRecords", "resumptionToken": OAI_DC_TOKEN}]
+
+
+def test_oai_no_records_match_is_zero_records(server):
+    server.handler = lambda request: Reply(
+        body=oai_error("noRecordsMatch", "The combination of the values results in an empty list.")
+    )
+    source = OaiPmhSource(transport=transport(), base_url=server.url, from_date="2030-01-01")
+
+    chunks = list(source.chunks())
+
+    assert [(chunk.records, chunk.errors, chunk.position) for chunk in chunks] == [([], [], None)]
+
+
+def test_oai_bad_resumption_token_restarts_the_list_from_its_from_date(server, caplog):
+    pages = oai_pages(ARXIV_RAW_PAGE, [3, 2])
+    expired = {"first time": True}
+
+    def handler(request):
+        token = request.query.get("resumptionToken")
+        if token is None:
+            return Reply(body=pages[0])
+        if expired.pop("first time", False):
+            return Reply(body=oai_error("badResumptionToken", "The token has expired."))
+        return Reply(body=pages[1])
+
+    server.handler = handler
+    source = OaiPmhSource(
+        transport=transport(), base_url=server.url, set_spec="cs", from_date="2008-01-25"
+    )
+
+    chunks = list(source.chunks())
+
+    assert [len(chunk.records) for chunk in chunks] == [3, 3, 2]
+    assert chunks[1].position == {"resumption_token": oai_token(pages[0]), "restarts": 1}
+    first = {"verb": "ListRecords", "metadataPrefix": "arXivRaw", "set": "cs", "from": "2008-01-25"}
+    token_query = {"verb": "ListRecords", "resumptionToken": oai_token(pages[0])}
+    assert server.queries() == [first, token_query, first, token_query]
+    assert "badResumptionToken" in caplog.text and "from 2008-01-25" in caplog.text
+
+
+def test_oai_bad_resumption_token_gives_up_after_bounded_restarts(server):
+    pages = oai_pages(ARXIV_RAW_PAGE, [1, 1])
+    server.handler = lambda request: Reply(
+        body=pages[0]
+        if "resumptionToken" not in request.query
+        else oai_error("badResumptionToken", "expired")
+    )
+    source = OaiPmhSource(transport=transport(), base_url=server.url, set_spec="cs")
+
+    with pytest.raises(SourceError, match="badResumptionToken"):
+        list(source.chunks())
+    # The first list, then three restarts, each ending on the refused token.
+    assert len(server.requests) == 8
+
+
+def test_oai_bad_token_of_a_bare_token_harvest_is_refused(server):
+    server.handler = lambda request: Reply(body=oai_error("badResumptionToken", "expired"))
+    source = OaiPmhSource(transport=transport(), base_url=server.url, resumption_token="1|2")
+
+    with pytest.raises(SourceError, match="badResumptionToken: expired"):
+        list(source.chunks())
+    assert len(server.requests) == 1
+
+
+def test_oai_get_record_reports_id_does_not_exist_for_that_id_only(server):
+    files = {
+        "oai:arXiv.org:1305.9999": ID_DOES_NOT_EXIST,
+        "oai:arXiv.org:1401.2122": GET_RECORD_1401_2122,
+    }
+    server.handler = lambda request: page(files[request.query["identifier"]])
+    source = OaiPmhSource(
+        transport=transport(),
+        base_url=server.url,
+        metadata_prefix="arXiv",
+        identifiers="1305.9999,1401.2122",
+    )
+
+    chunks = list(source.chunks())
+
+    assert [[r.arxiv_id for r in chunk.records] for chunk in chunks] == [[], ["1401.2122"]]
+    (gap,) = chunks[0].gaps
+    assert gap.record == "1305.9999" and "idDoesNotExist" in str(gap)
+    assert [chunk.position for chunk in chunks] == [{"next": 1}, None]
+    assert [q["verb"] for q in server.queries()] == ["GetRecord", "GetRecord"]
+
+
+def test_oai_other_errors_are_refused(server):
+    server.handler = lambda request: Reply(
+        body=oai_error("cannotDisseminateFormat", "no such format")
+    )
+    source = OaiPmhSource(transport=transport(), base_url=server.url, metadata_prefix="x")
+
+    with pytest.raises(SourceError, match="cannotDisseminateFormat"):
+        list(source.chunks())
+
+
+# --- arXiv API ------------------------------------------------------------------------------
+
+ATOM_PAGES = {
+    ("0", "10"): "q_testing_s0_m10_bc5a6c384fe9.xml",
+    ("10", "10"): "q_testing_s10_m10_34e56e15aaac.xml",
+    ("20", "10"): "q_testing_s20_m10_348a237fecab.xml",
+}
+
+
+def atom_pages(request):
+    name = ATOM_PAGES.get((request.query["start"], request.query["max_results"]))
+    if name is None:
+        return Reply(status=400, body=b"unexpected")
+    return page(ATOM_DIR / name)
+
+
+def search_source(server, **options):
+    return AtomApiSource(
+        transport=transport(),
+        base_url=server.url,
+        search_query="testing",
+        max_results=30,
+        page_size=10,
+        **options,
+    )
+
+
+def test_atom_pages_with_start_and_max_results(server):
+    server.handler = atom_pages
+
+    chunks = list(search_source(server).chunks())
+
+    assert [len(chunk.records) for chunk in chunks] == [10, 10, 10]
+    assert [chunk.position for chunk in chunks] == [{"start": 10}, {"start": 20}, None]
+    assert [(q["start"], q["max_results"], q["search_query"]) for q in server.queries()] == [
+        ("0", "10", "testing"),
+        ("10", "10", "testing"),
+        ("20", "10", "testing"),
+    ]
+
+
+def test_atom_resumes_from_a_chunk_position(server):
+    server.handler = atom_pages
+
+    chunks = list(search_source(server).chunks({"start": 20}))
+
+    assert [len(chunk.records) for chunk in chunks] == [10]
+    assert [q["start"] for q in server.queries()] == ["20"]
+
+
+def test_atom_empty_page_mid_way_is_asked_again(server, caplog):
+    empty = atom_without_entries(ATOM_DIR / ATOM_PAGES[("10", "10")])
+    served_empty = []
+
+    def handler(request):
+        if request.query["start"] == "10" and not served_empty:
+            served_empty.append(request.number)
+            return Reply(body=empty)
+        return atom_pages(request)
+
+    server.handler = handler
+
+    chunks = list(search_source(server, empty_page_retries=2).chunks())
+
+    assert [len(chunk.records) for chunk in chunks] == [10, 10, 10]
+    assert [chunk.gaps for chunk in chunks] == [[], [], []]
+    assert [q["start"] for q in server.queries()] == ["0", "10", "10", "20"]
+    assert "no entries at start=10 of 214881 results; asking again (1 of 2)" in caplog.text
+
+
+def test_atom_page_that_stays_empty_is_skipped_and_reported(server):
+    empty = atom_without_entries(ATOM_DIR / ATOM_PAGES[("10", "10")])
+    server.handler = lambda request: (
+        Reply(body=empty) if request.query["start"] == "10" else atom_pages(request)
+    )
+
+    chunks = list(search_source(server, empty_page_retries=2).chunks())
+
+    assert [len(chunk.records) for chunk in chunks] == [10, 0, 10]
+    (gap,) = chunks[1].gaps
+    assert gap.record == "results 10 to 19"
+    assert "no entries at start=10 of 214881 results after 3 requests; page skipped" in str(gap)
+    assert [q["start"] for q in server.queries()] == ["0", "10", "10", "10", "20"]
+
+
+def test_atom_empty_result_stops_without_retrying(server):
+    server.handler = lambda request: page(ATOM_DIR / "id_0000.0000_s0_m100_8b51d9633a68.xml")
+    source = AtomApiSource(transport=transport(), base_url=server.url, id_list="0000.0000")
+
+    chunks = list(source.chunks())
+
     assert [chunk.records for chunk in chunks] == [[]]
-    assert len(local_server.requests) == 1
+    assert len(server.requests) == 1
+    # Asked for and not returned.
+    assert [gap.record for gap in chunks[0].gaps] == ["0000.0000"]
+
+
+def test_atom_reports_ids_asked_for_and_not_returned(server):
+    server.handler = lambda request: page(ATOM_DIR / "id_1605.08386_s0_m100_199195aa31ad.xml")
+    source = AtomApiSource(
+        transport=transport(), base_url=server.url, id_list=["1605.08386v1", "1605.99999"]
+    )
+
+    (chunk,) = list(source.chunks())
+
+    assert [record.arxiv_id for record in chunk.records] == ["1605.08386"]
+    (gap,) = chunk.gaps
+    assert (gap.record, gap.message) == (
+        "1605.99999",
+        "asked for but not returned by the arXiv API",
+    )
+    assert server.queries()[0]["id_list"] == "1605.08386v1,1605.99999"
+
+
+def test_atom_error_entry_never_becomes_a_paper(server):
+    server.handler = lambda request: Reply(status=400, body=API_ERROR_FEED)
+    source = AtomApiSource(transport=transport(), base_url=server.url, id_list=["1234.12345"])
+
+    with pytest.raises(SourceError, match="incorrect id format for 1234.12345"):
+        list(source.chunks())
 
 
 # --- recorded transport ---------------------------------------------------------------------
@@ -360,11 +630,14 @@ def test_recorded_replay_lists_every_entry_once():
 
     assert len(chunks) == 26
     assert sum(len(chunk.records) for chunk in chunks) == RECORDED_RECORDS
-    assert all(chunk.errors == [] for chunk in chunks)
+    # A replay reproduces recorded answers: ids a recorded request did not get are no gap.
+    assert all(chunk.errors == [] and chunk.gaps == [] for chunk in chunks)
     assert {source.kind for source in sources} == {"oai", "atom", "snapshot"}
 
 
 def test_manifest_errors_are_clear(tmp_path):
+    import json
+
     with pytest.raises(ManifestError, match="no manifest"):
         RecordedTransport(tmp_path)
 
@@ -381,19 +654,61 @@ def test_manifest_errors_are_clear(tmp_path):
         RecordedTransport(tmp_path)
 
 
-def test_snapshot_source_chunks_lines(tmp_path):
+# --- snapshot -------------------------------------------------------------------------------
+
+
+def test_snapshot_source_chunks_lines_and_resumes_after_a_position():
     chunks = list(SnapshotSource(SNAPSHOT_HEAD, chunk_size=64).chunks())
 
     assert [len(chunk.records) for chunk in chunks] == [64, 64, 64, 8]
     assert chunks[0].records[0].arxiv_id == "0704.0001"
+    assert [chunk.position for chunk in chunks] == [
+        {"chunks": 1},
+        {"chunks": 2},
+        {"chunks": 3},
+        None,
+    ]
+
+    resumed = list(SnapshotSource(SNAPSHOT_HEAD, chunk_size=64).chunks({"chunks": 2}))
+
+    assert [chunk.records for chunk in resumed] == [chunk.records for chunk in chunks[2:]]
 
 
-def test_sources_for_rejects_unknown_kinds_and_parameters():
+# --- parameters -----------------------------------------------------------------------------
+
+
+def test_sources_for_builds_one_oai_source_per_set(settings):
+    settings.ARXIV_OAI_SETS = ["cs", "stat"]
+
+    default = sources_for("oai", {"from": "2024-01-01"})
+    named = sources_for("oai", {"sets": ["physics:hep-th"]})
+    everything = sources_for("oai", {"sets": []})
+    by_id = sources_for("oai", {"identifiers": "1401.2122,1305.9999"})
+
+    assert [(s.set_spec, s.from_date) for s in default] == [
+        ("cs", "2024-01-01"),
+        ("stat", "2024-01-01"),
+    ]
+    assert [s.set_spec for s in named] == ["physics:hep-th"]
+    assert [s.set_spec for s in everything] == [None]
+    assert [s.identifiers for s in by_id] == [["1401.2122", "1305.9999"]]
+    assert default[0].transport is default[1].transport
+
+
+def test_sources_for_rejects_unknown_kinds_and_bad_parameters():
     with pytest.raises(ValueError, match="unknown harvest kind"):
         sources_for("ftp", {})
     with pytest.raises(ValueError, match="unknown oai parameters: sett"):
         sources_for("oai", {"sett": "cs"})
     with pytest.raises(ValueError, match="YYYY-MM-DD"):
         sources_for("oai", {"from": "yesterday"})
+    with pytest.raises(ValueError, match="'sets' must be a list of set names"):
+        sources_for("oai", {"sets": "cs"})
+    with pytest.raises(ValueError, match="'incremental' must be true or false"):
+        sources_for("oai", {"incremental": "yes"})
+    with pytest.raises(ValueError, match="one set at most"):
+        sources_for("oai", {"sets": ["cs", "stat"], "resumption_token": "1|2"})
     with pytest.raises(ValueError, match="id_list or a search_query"):
         sources_for("atom", {})
+    with pytest.raises(ValueError, match="'max_results' must be a whole number, not 'ten'"):
+        sources_for("atom", {"search_query": "x", "max_results": "ten"})

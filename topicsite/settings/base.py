@@ -71,7 +71,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The embedded default keeps its database under var/, which a fresh clone does not have.
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
-DATABASES["default"]["CONN_MAX_AGE"] = env_int("DJANGO_CONN_MAX_AGE", 60)
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DJANGO_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -113,7 +113,7 @@ STORAGES = {
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # Celery: with no broker configured the embedded default runs every task eagerly in-process.
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = REDIS_URL is None
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"
@@ -142,9 +142,28 @@ ARXIV_USER_AGENT = env.str(
     "ARXIV_USER_AGENT",
     default="topicsite/0.1 (self-hosted paper tracker; set ARXIV_USER_AGENT to add a contact)",
 )
-ARXIV_HTTP_TIMEOUT = env_int("ARXIV_HTTP_TIMEOUT", 60)
-ARXIV_HTTP_RETRIES = env_int("ARXIV_HTTP_RETRIES", 5)
-ARXIV_INGEST_BATCH_SIZE = env_int("ARXIV_INGEST_BATCH_SIZE", 500)
+ARXIV_HTTP_TIMEOUT = env_int("ARXIV_HTTP_TIMEOUT", 60, minimum=1)
+ARXIV_HTTP_RETRIES = env_int("ARXIV_HTTP_RETRIES", 5, minimum=0)
+ARXIV_INGEST_BATCH_SIZE = env_int("ARXIV_INGEST_BATCH_SIZE", 500, minimum=1)
+# OAI sets a harvest covers unless it names its own (arXiv has renamed its sets before); an
+# empty value means the whole repository.
+ARXIV_OAI_SETS = env_list("ARXIV_OAI_SETS", ["cs"])
+# arXiv asks for at most one request every 3 s; shared by every worker through Redis.
+ARXIV_REQUEST_INTERVAL_MS = env_int("ARXIV_REQUEST_INTERVAL_MS", 3000, minimum=0)
+# Backoff before retry n is this times 2**(n-1) seconds; a Retry-After longer than
+# ARXIV_RETRY_AFTER_MAX seconds fails the request at once (the task retries later).
+ARXIV_HTTP_BACKOFF_SECONDS = env_int("ARXIV_HTTP_BACKOFF_SECONDS", 2, minimum=0)
+ARXIV_RETRY_AFTER_MAX = env_int("ARXIV_RETRY_AFTER_MAX", 300, minimum=0)
+# arXivRaw pages of 1000 records are about 2 MB; anything near this cap is not a normal answer.
+ARXIV_HTTP_MAX_BYTES = env_int("ARXIV_HTTP_MAX_BYTES", 64 * 1024 * 1024, minimum=1)
+# How often an API page that comes back empty in the middle of a result set is asked again.
+ARXIV_API_EMPTY_PAGE_RETRIES = env_int("ARXIV_API_EMPTY_PAGE_RETRIES", 3, minimum=0)
+# Seconds the one-harvest-per-kind lock lives without a stored page (a killed worker's lock
+# expires after this); renewed after every page.
+ARXIV_HARVEST_LOCK_TIMEOUT = env_int("ARXIV_HARVEST_LOCK_TIMEOUT", 60 * 60, minimum=1)
+# A harvest task pauses its run after this many seconds and queues its continuation, so that
+# it stays inside the task time limits (CELERY_TASK_SOFT_TIME_LIMIT).
+ARXIV_HARVEST_TASK_SECONDS = env_int("ARXIV_HARVEST_TASK_SECONDS", 45 * 60, minimum=0)
 
 LOGGING = {
     "version": 1,

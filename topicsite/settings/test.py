@@ -17,3 +17,5 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# Tests talk to local servers, not arXiv: no need to wait 3 s between API requests.
+ARXIV_REQUEST_INTERVAL_MS = 5

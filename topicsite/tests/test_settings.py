@@ -61,7 +61,7 @@ def test_nothing_set_runs_the_embedded_default(run_manage):
     assert shown["engine"] == "django.db.backends.sqlite3"
     assert shown["name"] == str(BASE_DIR / "var" / "topicsite.sqlite3")
     assert shown["eager"] is True
-    assert shown["broker"] == "memory://"
+    assert shown["broker"] == "memory://localhost/"
     assert shown["cache"] == "django.core.cache.backends.locmem.LocMemCache"
     # local settings: DEBUG on unless told otherwise, serving only this machine.
     assert shown["debug"] is True

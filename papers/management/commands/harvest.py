@@ -1,25 +1,49 @@
-"""``manage.py harvest``: harvest arXiv records from recorded files, OAI-PMH, the API or a snapshot.
+"""``manage.py harvest``: harvest arXiv records from recorded files, OAI-PMH, the API or a
+snapshot as a stored harvest run, or resume a run that failed or was interrupted.
 
-Runs through the ``papers.tasks.harvest`` Celery task (in-process when Celery is eager, the
-embedded default; queued for a worker otherwise) unless ``--sync`` runs the service directly.
-Exits non-zero when records were rejected, printing each error with its file and record or line.
+Runs through the ``papers.tasks.harvest`` / ``harvest_resume`` Celery tasks (in-process when
+Celery is eager, the embedded default; queued for a worker otherwise) unless ``--sync`` runs
+the service here. Exits non-zero when the run failed (naming it and how to resume it) or when
+records were rejected or asked-for ids not delivered, printing each with its source and record.
 """
 
 from pathlib import Path
 
 from celery.exceptions import Retry
+from celery.result import EagerResult
 from django.core.management.base import BaseCommand, CommandError
 
-from papers.services import harvest_run
-from papers.sources import DEFAULT_RECORDED_DIR, HarvestError, ManifestError, NotRecorded
-from papers.tasks import harvest
+from papers.models import HarvestRun
+from papers.records import ParseError
+from papers.services import HarvestLocked, harvest_run, harvest_run_resume
+from papers.sources import (
+    DEFAULT_RECORDED_DIR,
+    HarvestError,
+    ManifestError,
+    NotRecorded,
+    SourceError,
+)
+from papers.tasks import harvest, harvest_resume
+
+# What a harvest can fail with that an operator should read as a message, not a traceback.
+EXPECTED_FAILURES = (
+    HarvestError,
+    HarvestLocked,
+    ManifestError,
+    NotRecorded,
+    OSError,
+    ParseError,
+    SourceError,
+    ValueError,
+)
 
 
 class Command(BaseCommand):
     help = (
-        "Harvest arXiv records and store them as papers. Examples: "
-        "harvest --recorded; harvest --oai --set cs --from 2024-01-01; "
-        "harvest --atom --id-list 2409.01234,hep-th/9901001; harvest --snapshot file.jsonl.gz"
+        "Harvest arXiv records and store them as papers, as a harvest run. Examples: "
+        "harvest --recorded; harvest --oai --set cs --from 2024-01-01; harvest --oai "
+        "--incremental; harvest --atom --id-list 2409.01234,hep-th/9901001; "
+        "harvest --snapshot file.jsonl.gz; harvest --resume 12"
     )
 
     def add_arguments(self, parser):
@@ -34,13 +58,34 @@ class Command(BaseCommand):
         mode.add_argument("--oai", action="store_true", help="OAI-PMH ListRecords from arXiv")
         mode.add_argument("--atom", action="store_true", help="the arXiv API (/api/query)")
         mode.add_argument("--snapshot", metavar="FILE", help="a Kaggle JSON-lines snapshot")
+        mode.add_argument(
+            "--resume",
+            type=int,
+            metavar="RUN_ID",
+            help="resume a harvest run that failed, paused or was interrupted",
+        )
 
         oai = parser.add_argument_group("OAI-PMH options")
-        oai.add_argument("--set", dest="set_spec", help="arXiv set, e.g. cs or physics:hep-th")
+        oai.add_argument(
+            "--set",
+            dest="sets",
+            action="append",
+            metavar="SET",
+            help="arXiv set, e.g. cs or physics:hep-th; repeat for several "
+            "(default: the ARXIV_OAI_SETS setting)",
+        )
         oai.add_argument("--from", dest="from_date", help="first datestamp, YYYY-MM-DD")
         oai.add_argument("--until", dest="until_date", help="last datestamp, YYYY-MM-DD")
+        oai.add_argument(
+            "--incremental",
+            action="store_true",
+            help="from the day before the last incremental harvest started (what beat runs)",
+        )
         oai.add_argument("--metadata-prefix", default="arXivRaw", help="arXivRaw, arXiv or oai_dc")
         oai.add_argument("--resumption-token", help="continue a list from this token")
+        oai.add_argument(
+            "--identifiers", help="comma-separated arXiv identifiers to fetch with GetRecord"
+        )
 
         atom = parser.add_argument_group("arXiv API options")
         atom.add_argument("--id-list", help="comma-separated arXiv identifiers")
@@ -53,31 +98,58 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        kind, params = self._kind_and_params(options)
         try:
-            if options["sync"]:
-                summary = harvest_run(kind=kind, params=params).as_dict()
-            else:
-                result = harvest.delay(kind, params)
-                if not result.ready():
-                    self.stdout.write(f"Queued harvest task {result.id} ({kind}).")
-                    return
-                summary = result.get()
-        except (HarvestError, NotRecorded, ManifestError, ValueError, OSError) as error:
-            raise CommandError(str(error)) from error
+            summary = self._run(options)
         except Retry as retry:
             # Run eagerly, the task's retry cannot be scheduled: report the network failure.
-            raise CommandError(f"harvest failed: {retry.exc}") from retry.exc
+            raise CommandError(_described(retry.exc)) from retry.exc
+        except EXPECTED_FAILURES as error:
+            raise CommandError(_described(error)) from error
+        if summary is None:
+            return
 
+        run = HarvestRun.objects.filter(pk=summary["run_id"]).first()
         self.stdout.write(
             f"{summary['kind']}: {summary['pages']} pages, {summary['created']} created, "
             f"{summary['updated']} updated, {summary['unchanged']} unchanged, "
             f"{summary['deleted']} deleted upstream, {summary['error_count']} errors"
         )
+        if run is not None:
+            self.stdout.write(
+                f"Harvest run #{run.pk} {run.status}: {run.pages_done} pages, "
+                f"{run.records_done} records in all."
+            )
         if summary["error_count"]:
             for message in summary["errors"]:
                 self.stderr.write(message)
             raise CommandError(f"{summary['error_count']} records or pages were rejected")
+
+    def _run(self, options) -> dict | None:
+        if options["resume"] is not None:
+            run = HarvestRun.objects.filter(pk=options["resume"]).first()
+            if run is None:
+                raise CommandError(f"there is no harvest run #{options['resume']}")
+            if not run.is_resumable:
+                self.stdout.write(f"Harvest run #{run.pk} has succeeded; nothing to resume.")
+                return None
+            if options["sync"]:
+                return harvest_run_resume(run=run).as_dict()
+            return self._queued(harvest_resume.delay(run.pk), f"resume of run #{run.pk}")
+        kind, params = self._kind_and_params(options)
+        if options["sync"]:
+            return harvest_run(kind=kind, params=params).as_dict()
+        return self._queued(harvest.delay(kind, params), kind)
+
+    def _queued(self, result, what: str) -> dict | None:
+        if not isinstance(result, EagerResult):
+            # A worker runs it; results are not kept (CELERY_TASK_IGNORE_RESULT): the run is
+            # listed in the admin.
+            self.stdout.write(f"Queued harvest task {result.id} ({what}).")
+            return None
+        summary = result.get()
+        if summary is None:
+            raise CommandError(f"{what}: another harvest of the same kind is running; not started")
+        return summary
 
     def _kind_and_params(self, options):
         if options["recorded"]:
@@ -87,10 +159,12 @@ class Command(BaseCommand):
         if options["oai"]:
             params = {
                 "metadata_prefix": options["metadata_prefix"],
-                "set": options["set_spec"],
+                "sets": options["sets"],
                 "from": options["from_date"],
                 "until": options["until_date"],
                 "resumption_token": options["resumption_token"],
+                "identifiers": options["identifiers"],
+                "incremental": options["incremental"] or None,
             }
             return "oai", {key: value for key, value in params.items() if value}
         if not (options["id_list"] or options["query"]):
@@ -102,3 +176,8 @@ class Command(BaseCommand):
             "max_results": options["max_results"],
         }
         return "atom", {key: value for key, value in params.items() if value not in (None, "")}
+
+
+def _described(error: BaseException) -> str:
+    """The error's message with its notes (the failed run and how to resume it)."""
+    return "\n".join([str(error), *getattr(error, "__notes__", [])])
