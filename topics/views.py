@@ -5,15 +5,36 @@ page that finds a topic's papers matching a question. Read-only; all reads go th
 
 from django import forms
 from django.core.paginator import Paginator
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpResponsePermanentRedirect
+from django.shortcuts import render
+from django.urls import reverse
 
 from . import selectors
-from .models import Topic
+from .models import Topic, TopicRedirect
 from .momentum import momentum_chart, momentum_sentence, topic_momentum
 
 PAPERS_PER_PAGE = 30
 ASK_MAX_LENGTH = 500
 ASK_RESULTS = 20
+
+
+def _active_topic_or_redirect(request, slug: str, view_name: str):
+    """The active topic with ``slug``; for an old slug of a renamed or merged-away topic, a 301
+    to ``view_name`` at the topic's slug now (the query string kept). Raises ``Http404`` for
+    anything else."""
+    topic = Topic.objects.active().filter(slug=slug).first()
+    if topic is not None:
+        return topic
+    redirect = (
+        TopicRedirect.objects.filter(old_slug=slug, topic__active=True)
+        .select_related("topic")
+        .first()
+    )
+    if redirect is None:
+        raise Http404("No active topic has this address.")
+    url = reverse(view_name, kwargs={"slug": redirect.topic.slug})
+    query = request.META.get("QUERY_STRING", "")
+    return HttpResponsePermanentRedirect(f"{url}?{query}" if query else url)
 
 
 def topic_index(request):
@@ -25,10 +46,12 @@ def topic_detail(request, slug):
     """``/topics/<slug>/``: breadcrumb, momentum and chart, then the topic's papers (its
     descendants' included), newest first, ``PAPERS_PER_PAGE`` a page (``?page=N``).
 
-    404 for an unknown or inactive topic. The query count does not depend on the number of
-    cards or chips.
+    404 for an unknown or inactive topic; 301 to the new address for an old slug of a renamed
+    or merged-away topic. The query count does not depend on the number of cards or chips.
     """
-    topic = get_object_or_404(Topic.objects.active(), slug=slug)
+    topic = _active_topic_or_redirect(request, slug, "topics:detail")
+    if not isinstance(topic, Topic):
+        return topic
     momentum = topic_momentum(topic=topic)
     paginator = Paginator(selectors.topic_card_papers(topic=topic), PAPERS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page"))
@@ -67,9 +90,11 @@ def topic_ask(request, slug):
     abstracts best match the words of the question, as a numbered list. No generated answer.
 
     A blank ``q`` shows the form only; more than ``ASK_MAX_LENGTH`` characters shows the form
-    with an error and no results.
+    with an error and no results. An old slug answers 301 to the topic's ask page.
     """
-    topic = get_object_or_404(Topic.objects.active(), slug=slug)
+    topic = _active_topic_or_redirect(request, slug, "topics:ask")
+    if not isinstance(topic, Topic):
+        return topic
     # A blank question is no question: show the form without a "required" error.
     form = AskForm(request.GET if request.GET.get("q", "").strip() else None)
     papers = None

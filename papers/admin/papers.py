@@ -1,9 +1,90 @@
 """Admin for arXiv records: papers (with their versions and authors, read-only), categories,
-authors and affiliations. Knows nothing of topics (``papers`` is the bottom of the stack)."""
+authors and affiliations. Knows nothing of topics (``papers`` is the bottom of the stack):
+``topics.admin`` extends :class:`PaperAdmin` with the topic filter and the assignments.
+
+Built for tables of millions of papers: no page counts every row (see
+:class:`EstimatedCountPaginator`), no filter lists values by scanning papers, no facet counts.
+"""
 
 from django.contrib import admin
+from django.core.paginator import Paginator
+from django.db import connections
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils.functional import cached_property
 
+from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperVersion
+
+
+class EstimatedCountPaginator(Paginator):
+    """A paginator that does not count every row of a big table.
+
+    For an unfiltered queryset on PostgreSQL, ``count`` is the planner's row estimate
+    (``pg_class.reltuples``, kept by autovacuum) when that is at least ``estimate_from``;
+    otherwise (a filter or search applied, a small table, another database) it is the exact
+    ``COUNT(*)``. The last page of an estimate may be short or empty.
+    """
+
+    estimate_from = 100_000
+
+    @cached_property
+    def count(self) -> int:
+        queryset = self.object_list
+        if isinstance(queryset, QuerySet) and not queryset.query.where:
+            connection = connections[queryset.db]
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
+                        [connection.ops.quote_name(queryset.model._meta.db_table)],
+                    )
+                    row = cursor.fetchone()
+                if row is not None and row[0] >= self.estimate_from:
+                    return int(row[0])
+        return super().count
+
+
+class CategoryListFilter(admin.SimpleListFilter):
+    """Papers with the chosen arXiv category as primary category or as a cross-list."""
+
+    title = "category (primary or cross-list)"
+    parameter_name = "category"
+
+    def lookups(self, request, model_admin):
+        return list(Category.objects.filter(is_active=True).values_list("code", "code"))
+
+    def queryset(self, request, queryset):
+        code = self.value()
+        if not code:
+            return queryset
+        cross_listed = Paper.cross_lists.through.objects.filter(
+            paper_id=OuterRef("pk"), category__code=code
+        )
+        return queryset.filter(Q(primary_category__code=code) | Exists(cross_listed))
+
+
+class SubmittedFilter(admin.DateFieldListFilter):
+    """The v1 date: the usual presets, and a from / before form for any range (no
+    JavaScript; the other filters and the search are kept as hidden fields)."""
+
+    template = "admin/papers/submitted_filter.html"
+
+    def __init__(self, field, request, params, model, model_admin, field_path):
+        # A range with one end left blank: the form still sends the blank end; drop it.
+        for end in (f"{field_path}__gte", f"{field_path}__lt"):
+            if end in params and not any(params[end]):
+                del params[end]
+        super().__init__(field, request, params, model, model_admin, field_path)
+        self.since_value = self.date_params.get(self.lookup_kwarg_since, "")
+        self.until_value = self.date_params.get(self.lookup_kwarg_until, "")
+        own = set(self.expected_parameters())
+        # "p" (page) is dropped: a new range starts on the first page.
+        self.hidden_params = [
+            (name, value)
+            for name, values in request.GET.lists()
+            if name not in own and name != "p"
+            for value in values
+        ]
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -39,10 +120,13 @@ class AuthorshipInline(ReadOnlyInline):
 class PaperAdmin(admin.ModelAdmin):
     list_display = ["identifier", "title", "primary_category", "submitted", "withdrawn"]
     list_display_links = ["identifier", "title"]
-    list_filter = ["withdrawn", "primary_category"]
+    list_filter = [("submitted", SubmittedFilter), CategoryListFilter, "withdrawn"]
     list_select_related = ["primary_category"]
     search_fields = ["=arxiv_id", "=import_key", "title", "authorships__author__name"]
-    date_hierarchy = "submitted"
+    search_help_text = (
+        "An arXiv identifier (any spelling: 2409.01234v2, arXiv:hep-th/9901001, an abs URL), "
+        "or words of the title or an author's name."
+    )
     ordering = ["-submitted", "-id"]
     autocomplete_fields = ["primary_category", "cross_lists"]
     readonly_fields = [
@@ -55,11 +139,22 @@ class PaperAdmin(admin.ModelAdmin):
         "updated_at",
     ]
     inlines = [PaperVersionInline, AuthorshipInline]
+    paginator = EstimatedCountPaginator
     show_full_result_count = False  # COUNT(*) over millions of papers on every page is slow.
+    show_facets = admin.ShowFacets.NEVER  # so are facet counts
 
     @admin.display(description="arXiv identifier", ordering="arxiv_id")
     def identifier(self, paper):
         return paper.identifier
+
+    def get_search_results(self, request, queryset, search_term):
+        """An arXiv identifier in any spelling finds its paper by the unique canonical id (an
+        index lookup); anything else searches titles and author names."""
+        try:
+            canonical_id, _version = parse_arxiv_id(search_term)
+        except InvalidArxivId:
+            return super().get_search_results(request, queryset, search_term)
+        return queryset.filter(arxiv_id=canonical_id), False
 
 
 @admin.register(Category)
@@ -73,6 +168,8 @@ class CategoryAdmin(admin.ModelAdmin):
 class AuthorAdmin(admin.ModelAdmin):
     list_display = ["name", "keyname", "forenames"]
     search_fields = ["name"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
 
 
 @admin.register(Affiliation)

@@ -426,7 +426,7 @@ def test_tag_ids_queues_and_runs_tagging(
     assert sent_tasks == [[first.pk, third.pk]]
     assert set(Assignment.objects.values_list("paper", flat=True)) == {first.pk, third.pk}
     assert not second.assignments.exists()
-    assert "Queued tagging of 2 papers in 1 chunks" in output
+    assert "Tagged 2 papers in 1 chunks" in output
 
 
 def test_tag_all_queues_chunks_of_a_thousand(
@@ -455,7 +455,7 @@ def test_tag_all_queues_chunks_of_a_thousand(
         Paper.objects.values_list("pk", flat=True)
     )
     assert Assignment.objects.filter(topic=topic).count() == 2001
-    assert "Queued tagging of 2001 papers in 3 chunks" in output
+    assert "Tagged 2001 papers in 3 chunks" in output
 
 
 def test_tag_waits_for_the_transaction_to_commit(categories, django_capture_on_commit_callbacks):
