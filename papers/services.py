@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -37,7 +38,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models.constants import OnConflict
 from django.utils import timezone
 
 from .identifiers import InvalidArxivId, parse_arxiv_id
@@ -57,9 +59,13 @@ from .sources import Chunk, HarvestError, SourceError, oai_sets, sources_for
 from .taxonomy import UnknownCategory, all_categories, canonical_category, get_category
 
 __all__ = [
+    "EARLIEST_DATE",
+    "FUTURE_TOLERANCE",
     "HarvestLocked",
     "HarvestSummary",
     "IngestResult",
+    "MAX_VERSION",
+    "SIZE_KB_MAX",
     "category_sync",
     "harvest_run",
     "harvest_run_resume",
@@ -77,6 +83,21 @@ WRITE_BATCH_SIZE = 1000
 # Ids per lookup query, for the same reason.
 LOOKUP_CHUNK = 5000
 SUMMARY_ERROR_LIMIT = 1000
+
+# What a record may say, checked before anything is written (see ``_check_record``).
+# Real papers reach a few dozen versions at most; a typo such as ``v999`` would make every
+# later genuine report of the paper look older for ever.
+MAX_VERSION = 100
+# arXiv opened in August 1991: no paper, version or OAI datestamp is older than this.
+EARLIEST_DATE = dt.date(1991, 1, 1)
+# How far past today (UTC) a date may lie: arXiv dates a version when it is received, so
+# anything later is a typo (a far-future date would become every topic's momentum "as of").
+FUTURE_TOLERANCE = dt.timedelta(days=2)
+# PositiveIntegerField on PostgreSQL; applied on SQLite too, which would store more.
+SIZE_KB_MAX = 2**31 - 1
+# Characters no text column can hold: NUL (PostgreSQL refuses it) and lone UTF-16
+# surrogates (not encodable as UTF-8, so no driver can send them).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 # Plain fields copied from a record to the paper row, compared to decide whether it changed.
 _TEXT_FIELDS = (
@@ -124,6 +145,7 @@ _AUTHOR_PART_MAX = {
     "forenames": Author._meta.get_field("forenames").max_length,
     "suffix": Author._meta.get_field("suffix").max_length,
 }
+_SOURCE_TYPE_MAX = PaperVersion._meta.get_field("source_type").max_length
 
 CrossListThrough = Paper.cross_lists.through
 AuthorshipAffiliation = Authorship.affiliations.through
@@ -284,11 +306,13 @@ class _PaperState:
 
 @dataclass
 class _Plan:
-    """One paper to write: ``old`` is None for a new paper."""
+    """One paper to write: ``old`` is None for a new paper; ``row_written`` once its paper row
+    is in the table (inserted by :func:`_claim_new`), so that :func:`_write` leaves it."""
 
     state: _PaperState
     old: _PaperState | None
     pk: int | None = None
+    row_written: bool = False
 
     @property
     def cross_lists_changed(self) -> bool:
@@ -319,12 +343,27 @@ def papers_upsert(
     - Categories are mapped to canonical codes (``taxonomy.canonical_category``); the first is
       the primary category, the others the cross-lists (deduplicated, never the primary).
       ``Category`` rows missing from the table are created from the taxonomy.
-    - Each batch is validated first: a record with an invalid identifier, an unknown category,
-      no category, no title, no submitted date or an over-long field is rejected (an error in
-      the result naming ``source`` — or the record's own source label when ``source`` is empty
-      — and the arXiv identifier) and the rest of the batch is stored. The batch is then
-      written in one transaction with bulk queries: a failure leaves nothing of it written
-      and propagates.
+    - Each batch is validated first, the same way on PostgreSQL and SQLite. A record is
+      rejected (a :class:`ParseError` in the result naming ``source`` — or the record's own
+      source label when ``source`` is empty —, the arXiv identifier and the field at fault)
+      and the rest of the batch is stored when it has: an invalid identifier (named escaped
+      when it holds unstorable characters); an unknown category or none; no title; no
+      submitted date; a NUL character or a lone UTF-16 surrogate in any text (title,
+      abstract, comments, author name parts, affiliations ...: no column can hold them, so
+      the record is rejected rather than silently altered); text longer than its column (DOI,
+      report number, licence, submitter 255, author name 300, keyname and forenames 200,
+      suffix 50, affiliation 500, version source type 8 characters); a version number (of a
+      version, of the identifier's ``vN`` or ``latest_version``) outside 1..``MAX_VERSION``;
+      a version size outside 0..``SIZE_KB_MAX`` kb; a submitted, updated, version or OAI
+      datestamp date before ``EARLIEST_DATE`` (1991-01-01) or more than ``FUTURE_TOLERANCE``
+      (2 days) after today, UTC. Versions lists are otherwise taken as given: some formats
+      list only the latest version, or none.
+    - The batch is then written in one transaction with bulk queries: a failure leaves nothing
+      of it written and propagates. Existing papers are read with their rows locked; papers
+      new to this transaction are inserted only where no row has appeared meanwhile, and a
+      paper another transaction stored after the read is merged with what it stored, so with
+      concurrent harvests of overlapping data each paper is counted ``created`` once and an
+      older report never overwrites a newer one.
     - After each batch commits, ``papers_stored`` is sent (``sender=Paper``,
       ``paper_ids=[...]``) with the papers created or changed in it, unless there are none.
 
@@ -367,6 +406,8 @@ def _upsert_batch(records: list[ArxivRecord], *, source: str) -> IngestResult:
                 result.unchanged += 1
             else:
                 plans.append(_Plan(state=merged, old=old, pk=pk))
+        plans, raced = _claim_new(plans)
+        result.unchanged += raced
         if plans:
             _write(plans, author_parts)
             result.created = sum(1 for plan in plans if plan.old is None)
@@ -381,7 +422,13 @@ def _upsert_batch(records: list[ArxivRecord], *, source: str) -> IngestResult:
 def _prepare(
     record: ArxivRecord, *, source: str, author_parts: dict[str, dict[str, str]]
 ) -> _PaperState:
-    """Validate ``record`` and turn it into a :class:`_PaperState`; raises ParseError."""
+    """Validate ``record`` and turn it into a :class:`_PaperState`.
+
+    What is checked is listed in :func:`papers_upsert`. Raises ParseError naming ``source``
+    (or the record's own source label), the record (its canonical arXiv identifier; the
+    identifier as given, escaped, when that is what is wrong) and the field at fault.
+    ``author_parts`` collects the split name parts of the record's authors by display name.
+    """
     label = source or record.source
 
     def reject(message: str, record_id: str) -> ParseError:
@@ -391,7 +438,16 @@ def _prepare(
     try:
         arxiv_id, id_version = parse_arxiv_id(raw_id)
     except InvalidArxivId as error:
-        raise reject(str(error), raw_id or "(no identifier)") from None
+        raise reject(str(error), _printable(str(raw_id)) or "(no identifier)") from None
+    if not arxiv_id.isascii():
+        # The identifier patterns' \d also matches other scripts' digits.
+        raise reject(
+            f"not an arXiv identifier: {raw_id!r} (digits other than 0-9)", _printable(raw_id)
+        )
+    try:
+        _check_record(record, id_version=id_version)
+    except _Invalid as error:
+        raise reject(str(error), arxiv_id) from None
 
     codes: list[str] = []
     for code in record.categories:
@@ -414,7 +470,6 @@ def _prepare(
             source_type=version.source_type or "",
         )
         for version in record.versions
-        if version.number >= 1
     }
     submitted = record.submitted
     if submitted is None and 1 in versions and versions[1].submitted is not None:
@@ -423,7 +478,7 @@ def _prepare(
         raise reject("no submitted date", arxiv_id)
 
     authors = []
-    for author in record.authors:
+    for position, author in enumerate(record.authors, start=1):
         name = " ".join(author.name.split())
         if not name:
             continue
@@ -431,15 +486,20 @@ def _prepare(
             dict.fromkeys(" ".join(a.split()) for a in author.affiliations if a.strip())
         )
         if len(name) > _AUTHOR_NAME_MAX:
-            raise reject(f"author name longer than {_AUTHOR_NAME_MAX} characters", arxiv_id)
+            raise reject(
+                f"author {position} name longer than {_AUTHOR_NAME_MAX} characters", arxiv_id
+            )
         if any(len(a) > _AFFILIATION_NAME_MAX for a in affiliations):
-            raise reject(f"affiliation longer than {_AFFILIATION_NAME_MAX} characters", arxiv_id)
+            raise reject(
+                f"author {position} affiliation longer than {_AFFILIATION_NAME_MAX} characters",
+                arxiv_id,
+            )
+        parts = {part: getattr(author, part) or "" for part in _AUTHOR_PART_MAX}
+        for part, limit in _AUTHOR_PART_MAX.items():
+            if len(parts[part]) > limit:
+                raise reject(f"author {position} {part} longer than {limit} characters", arxiv_id)
         authors.append(_AuthorState(name=name, affiliations=affiliations))
-        parts = {part: getattr(author, part)[:limit] for part, limit in _AUTHOR_PART_MAX.items()}
-        if any(parts.values()):
-            author_parts.setdefault(name, parts)
-        else:
-            author_parts.setdefault(name, {})
+        author_parts.setdefault(name, parts if any(parts.values()) else {})
 
     state = _PaperState(
         arxiv_id=arxiv_id,
@@ -468,6 +528,109 @@ def _prepare(
         if len(getattr(state, name)) > limit:
             raise reject(f"{name} longer than {limit} characters", arxiv_id)
     return state
+
+
+class _Invalid(ValueError):
+    """A record field no paper can have; the message names the field (never quotes its text)."""
+
+
+# Every text a record carries to a column, by the field name errors use.
+_RECORD_TEXTS = (*_TEXT_FIELDS, "source")
+_AUTHOR_TEXTS = ("name", "keyname", "forenames", "suffix")
+
+
+def _check_record(record: ArxivRecord, *, id_version: int | None) -> None:
+    """Raise :class:`_Invalid` for what the database would refuse or what would poison the
+    site: text no column can hold, version numbers outside 1..``MAX_VERSION``, sizes outside
+    0..``SIZE_KB_MAX`` kb, over-long source types, dates before ``EARLIEST_DATE`` or more than
+    ``FUTURE_TOLERANCE`` after today (UTC)."""
+    for name in _RECORD_TEXTS:
+        _check_text(name, getattr(record, name))
+    for position, author in enumerate(record.authors, start=1):
+        # Field names are only spelled out for an error: HEP papers list thousands of authors.
+        for part in _AUTHOR_TEXTS:
+            if _unstorable(getattr(author, part)):
+                _check_text(f"author {position} {part}", getattr(author, part))
+        for affiliation in author.affiliations:
+            if _unstorable(affiliation):
+                _check_text(f"author {position} affiliation", affiliation)
+
+    if id_version is not None:
+        _check_version_number("identifier version", id_version)
+    latest_date = timezone.now().date() + FUTURE_TOLERANCE
+    for version in record.versions:
+        _check_version_number("version number", version.number)
+        if version.size_kb is not None and not (
+            isinstance(version.size_kb, int) and 0 <= version.size_kb <= SIZE_KB_MAX
+        ):
+            raise _Invalid(
+                f"v{version.number} size {version.size_kb!r} kb out of range (0 to {SIZE_KB_MAX})"
+            )
+        if version.source_type:
+            _check_text(f"v{version.number} source_type", version.source_type)
+            if len(version.source_type) > _SOURCE_TYPE_MAX:
+                raise _Invalid(
+                    f"v{version.number} source_type longer than {_SOURCE_TYPE_MAX} characters"
+                )
+        if version.submitted is not None:
+            _check_date(f"v{version.number} date", version.submitted, latest_date)
+    if record.latest_version is not None:
+        _check_version_number("latest_version", record.latest_version)
+    _check_date("submitted", record.submitted, latest_date)
+    _check_date("updated", record.updated, latest_date)
+    _check_date("datestamp", record.datestamp, latest_date)
+
+
+def _unstorable(value: object) -> bool:
+    """True when ``value`` is not text or holds a character no column can take (cheap for the
+    usual, clean text: a memchr for NUL, and ASCII text holds no surrogate)."""
+    if not value:
+        return False
+    if not isinstance(value, str):
+        return True
+    return "\x00" in value or (not value.isascii() and _UNSTORABLE.search(value) is not None)
+
+
+def _check_text(name: str, value: object) -> None:
+    """Raise :class:`_Invalid` naming ``name`` when ``_unstorable(value)``."""
+    if not _unstorable(value):
+        return
+    if not isinstance(value, str):
+        raise _Invalid(f"{name} is not text but {type(value).__name__}")
+    character = _UNSTORABLE.search(value)[0]
+    what = "a NUL character" if character == "\x00" else "a lone surrogate"
+    raise _Invalid(f"{name} contains {what} (U+{ord(character):04X}), which is not storable text")
+
+
+def _check_version_number(name: str, number: object) -> None:
+    if not isinstance(number, int) or not 1 <= number <= MAX_VERSION:
+        raise _Invalid(f"{name} {number!r} out of range (1 to {MAX_VERSION})")
+
+
+def _check_date(name: str, value: dt.date | dt.datetime | None, latest: dt.date) -> None:
+    """Raise :class:`_Invalid` naming ``name`` for a date (a datetime: its UTC date) before
+    ``EARLIEST_DATE`` or after ``latest``."""
+    if value is None:
+        return
+    if isinstance(value, dt.datetime):
+        try:
+            value = value.astimezone(dt.UTC).date() if value.tzinfo else value.date()
+        except OverflowError:
+            raise _Invalid(f"{name} {value.isoformat()} out of range") from None
+    if value > latest:
+        raise _Invalid(
+            f"{name} {value.isoformat()} is in the future (after {latest.isoformat()}, "
+            f"today + {FUTURE_TOLERANCE.days} days, UTC)"
+        )
+    if value < EARLIEST_DATE:
+        raise _Invalid(
+            f"{name} {value.isoformat()} is before arXiv began ({EARLIEST_DATE.isoformat()})"
+        )
+
+
+def _printable(text: str) -> str:
+    """``text``, escaped when it holds characters no column (or log) can take."""
+    return repr(text)[1:-1] if _UNSTORABLE.search(text) else text
 
 
 def _merge(old: _PaperState | None, new: _PaperState) -> _PaperState:
@@ -601,14 +764,80 @@ def _load_states(arxiv_ids: list[str]) -> dict[str, tuple[int, _PaperState]]:
     return states
 
 
-def _write(plans: list[_Plan], author_parts: dict[str, dict[str, str]]) -> None:
-    """Write the planned papers with bulk queries; sets ``plan.pk``. Call inside a transaction."""
-    category_ids = _category_ids(
+def _claim_new(plans: list[_Plan]) -> tuple[list[_Plan], int]:
+    """Insert the paper rows of the new papers among ``plans``, unless another transaction
+    inserted the same paper after :func:`_load_states` looked (concurrent harvests of
+    overlapping data); merge those with what that transaction stored instead.
+
+    Row locks cannot cover a row that does not exist yet, so the insert is
+    ``INSERT … ON CONFLICT (arxiv_id) DO NOTHING RETURNING``: PostgreSQL makes it wait for a
+    concurrent inserter of the same id to finish and then skips the row, and only the rows
+    this transaction inserted come back. The skipped papers are then read again, locked, and
+    merged like any stored paper, so a report is counted ``created`` (and announced) by exactly
+    one transaction and an older report never overwrites a newer one stored meanwhile.
+
+    Returns the plans still to write (``row_written`` set on those inserted here, ``old`` and
+    ``pk`` on those merged) and the number found unchanged after the merge. Call inside the
+    transaction that called :func:`_load_states`.
+    """
+    new = [plan for plan in plans if plan.old is None]
+    if not new:
+        return plans, 0
+    inserted = _insert_new_rows(new)
+    raced = [plan for plan in new if plan.state.arxiv_id not in inserted]
+    for plan in new:
+        if plan.state.arxiv_id in inserted:
+            plan.pk = inserted[plan.state.arxiv_id]
+            plan.row_written = True
+    if not raced:
+        return plans, 0
+    stored = _load_states(sorted(plan.state.arxiv_id for plan in raced))
+    unchanged = set()
+    for plan in raced:
+        # A paper deleted again meanwhile stays new: _write inserts it.
+        pk, old = stored.get(plan.state.arxiv_id, (None, None))
+        if old is None:
+            continue
+        merged = _merge(old, plan.state)
+        if merged == old:
+            unchanged.add(plan.state.arxiv_id)
+        else:
+            plan.state, plan.old, plan.pk = merged, old, pk
+    logger.info(
+        "%d papers were stored meanwhile by another transaction; merged with them", len(raced)
+    )
+    return [plan for plan in plans if plan.state.arxiv_id not in unchanged], len(unchanged)
+
+
+def _insert_new_rows(plans: list[_Plan]) -> dict[str, int]:
+    """Insert the paper rows of ``plans`` where no row has their arXiv identifier; returns
+    ``{arxiv_id: pk}`` of the rows inserted."""
+    papers = sorted(_paper_rows(plans, _plan_category_ids(plans)), key=lambda p: p.arxiv_id)
+    fields = [f for f in Paper._meta.concrete_fields if not f.primary_key]
+    returning = [Paper._meta.get_field("arxiv_id"), Paper._meta.pk]
+    size = min(WRITE_BATCH_SIZE, connection.ops.bulk_batch_size(fields, papers))
+    inserted: dict[str, int] = {}
+    for chunk in _chunks(papers, size):
+        # What bulk_create(ignore_conflicts=True) runs, with the rows inserted returned
+        # (bulk_create returns none then): ON CONFLICT DO NOTHING (INSERT OR IGNORE on
+        # SQLite) ... RETURNING, through Django's own insert, which fills created_at and
+        # updated_at and uses UNNEST on PostgreSQL. A single skipped row comes back as None.
+        rows = Paper.objects._insert(
+            chunk, fields=fields, returning_fields=returning, on_conflict=OnConflict.IGNORE
+        )
+        inserted.update(row for row in rows if row)
+    return inserted
+
+
+def _plan_category_ids(plans: list[_Plan]) -> dict[str, int]:
+    return _category_ids(
         {plan.state.primary for plan in plans}
         | {code for plan in plans for code in plan.state.cross_lists}
     )
 
-    papers = [
+
+def _paper_rows(plans: list[_Plan], category_ids: dict[str, int]) -> list[Paper]:
+    return [
         Paper(
             arxiv_id=plan.state.arxiv_id,
             **{name: getattr(plan.state, name) for name in _ROW_FIELDS},
@@ -618,21 +847,32 @@ def _write(plans: list[_Plan], author_parts: dict[str, dict[str, str]]) -> None:
         )
         for plan in plans
     ]
-    # One row order for every worker, so concurrent batches lock rows in the same order.
-    papers.sort(key=lambda paper: paper.arxiv_id)
-    Paper.objects.bulk_create(
-        papers,
-        batch_size=WRITE_BATCH_SIZE,
-        update_conflicts=True,
-        unique_fields=["arxiv_id"],
-        update_fields=_UPDATE_FIELDS,
-    )
-    pks = {paper.arxiv_id: paper.pk for paper in papers}
-    if any(pk is None for pk in pks.values()):
-        # Databases that cannot return ids from an upsert: look them up.
-        pks = dict(Paper.objects.filter(arxiv_id__in=list(pks)).values_list("arxiv_id", "pk"))
-    for plan in plans:
-        plan.pk = pks[plan.state.arxiv_id]
+
+
+def _write(plans: list[_Plan], author_parts: dict[str, dict[str, str]]) -> None:
+    """Write the planned papers with bulk queries; sets ``plan.pk``. Paper rows are upserted
+    on ``arxiv_id`` except those already written (``plan.row_written``). Call inside a
+    transaction."""
+    category_ids = _plan_category_ids(plans)
+
+    papers = _paper_rows([plan for plan in plans if not plan.row_written], category_ids)
+    if papers:
+        # One row order for every worker, so concurrent batches lock rows in the same order.
+        papers.sort(key=lambda paper: paper.arxiv_id)
+        Paper.objects.bulk_create(
+            papers,
+            batch_size=WRITE_BATCH_SIZE,
+            update_conflicts=True,
+            unique_fields=["arxiv_id"],
+            update_fields=_UPDATE_FIELDS,
+        )
+        pks = {paper.arxiv_id: paper.pk for paper in papers}
+        if any(pk is None for pk in pks.values()):
+            # Databases that cannot return ids from an upsert: look them up.
+            pks = dict(Paper.objects.filter(arxiv_id__in=list(pks)).values_list("arxiv_id", "pk"))
+        for plan in plans:
+            if not plan.row_written:
+                plan.pk = pks[plan.state.arxiv_id]
 
     _write_cross_lists([plan for plan in plans if plan.cross_lists_changed], category_ids)
     _write_versions(plans)

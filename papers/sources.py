@@ -37,8 +37,9 @@ Manifest format (``<directory>/manifest.json``)::
     ]}
 
 ``params`` are the query parameters of the recorded request (matched after dropping empty
-values and turning every value into a string); ``status`` is the recorded HTTP status
-(default 200); ``file`` is relative to the directory and may not leave it.
+values and turning every value into a string; no two entries may record the same request);
+``status`` is the recorded HTTP status (default 200); ``file`` is relative to the directory
+and may not leave it; ``description`` (optional) is free text. Anything else is refused.
 """
 
 from __future__ import annotations
@@ -437,44 +438,95 @@ class ManifestEntry:
 def load_manifest(directory: str | Path) -> list[ManifestEntry]:
     """Read ``<directory>/manifest.json`` (format in the module docstring), in listed order.
 
-    Raises :class:`ManifestError` naming the manifest for a missing or malformed manifest, an
-    unknown kind, a missing file or a file outside the directory.
+    Raises :class:`ManifestError` naming the manifest, and the entry by its 1-based index, for
+    a missing or unreadable manifest, one that is not ``{"entries": [...]}``, an entry that is
+    not an object or has keys other than ``kind``, ``file``, ``params``, ``status`` and
+    ``description``, an unknown kind, a ``file`` that is not a relative path to a file inside
+    the directory, ``params`` that are not an object of plain values (or are missing for an
+    OAI or API entry), a ``status`` that is not an HTTP status code (100 to 599), and two
+    entries with the same request ``params``: a request has one recorded response, so one of
+    the two files would never be replayed (both files are named).
     """
     root = Path(directory).resolve()
     manifest_path = root / MANIFEST_NAME
     try:
         data = json.loads(manifest_path.read_text(encoding="utf-8"))
-        raw_entries = data["entries"]
     except FileNotFoundError:
         raise ManifestError(f"{manifest_path}: no manifest in the recorded directory") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ManifestError(f"{manifest_path}: not a manifest ({error})") from error
+    raw_entries = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(raw_entries, list):
+        raise ManifestError(
+            f'{manifest_path}: not a manifest: expected an object {{"entries": [...]}} with a '
+            f"list of entries"
+        )
     entries = []
+    # Normalised request params -> (entry index, file) of the entry that records them.
+    recorded: dict[tuple[tuple[str, str], ...], tuple[int, str]] = {}
     for index, raw in enumerate(raw_entries, start=1):
         where = f"{manifest_path}, entry {index}"
-        try:
-            kind, file_name = raw["kind"], raw["file"]
-        except (KeyError, TypeError):
-            raise ManifestError(f"{where}: needs 'kind' and 'file'") from None
-        if kind not in ("oai", "atom", "snapshot"):
-            raise ManifestError(f"{where}: unknown kind {kind!r}")
+        entry = _manifest_entry(raw, root=root, where=where)
+        if entry.kind != "snapshot":
+            key = tuple(sorted(entry.params.items()))
+            if key in recorded:
+                first_index, first_file = recorded[key]
+                raise ManifestError(
+                    f"{where}: {raw['file']!r} records the same request params as entry "
+                    f"{first_index} ({first_file!r}): a request has one recorded response"
+                )
+            recorded[key] = (index, raw["file"])
+        entries.append(entry)
+    return entries
+
+
+_ENTRY_KEYS = {"kind", "file", "params", "status", "description"}
+
+
+def _manifest_entry(raw: Any, *, root: Path, where: str) -> ManifestEntry:
+    """One manifest entry, checked; raises :class:`ManifestError` starting with ``where``."""
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{where}: an entry is an object with 'kind' and 'file', not {raw!r}")
+    unknown = sorted(raw.keys() - _ENTRY_KEYS)
+    if unknown:
+        raise ManifestError(f"{where}: unknown keys {', '.join(map(repr, unknown))}")
+    kind, file_name = raw.get("kind"), raw.get("file")
+    if kind is None or file_name is None:
+        raise ManifestError(f"{where}: needs 'kind' and 'file'")
+    if kind not in ("oai", "atom", "snapshot"):
+        raise ManifestError(f"{where}: unknown kind {kind!r}")
+    if not isinstance(file_name, str) or not file_name:
+        raise ManifestError(
+            f"{where}: 'file' must be a path inside the directory, not {file_name!r}"
+        )
+    try:
         path = (root / file_name).resolve()
         if not path.is_relative_to(root):
             raise ManifestError(f"{where}: {file_name!r} is outside {root}")
         if not path.is_file():
             raise ManifestError(f"{where}: no file {path}")
-        params = raw.get("params") or {}
-        if kind != "snapshot" and not params:
-            raise ManifestError(f"{where}: an {kind} entry needs the request 'params'")
-        entries.append(
-            ManifestEntry(
-                kind=kind,
-                path=path,
-                params=_normalised(params),
-                status=int(raw.get("status", 200)),
-            )
+    except (OSError, ValueError) as error:
+        if isinstance(error, ManifestError):
+            raise
+        raise ManifestError(f"{where}: cannot read {file_name!r} ({error})") from error
+    params = raw.get("params")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict) or any(
+        isinstance(value, dict | list) for value in params.values()
+    ):
+        raise ManifestError(
+            f"{where}: 'params' must be an object of query parameters with plain values, "
+            f"not {params!r}"
         )
-    return entries
+    if kind != "snapshot" and not params:
+        raise ManifestError(f"{where}: an {kind} entry needs the request 'params'")
+    status = raw.get("status", 200)
+    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+        raise ManifestError(
+            f"{where}: 'status' must be an HTTP status code (100 to 599), not {status!r}"
+        )
+    return ManifestEntry(kind=kind, path=path, params=_normalised(params), status=status)
 
 
 def _normalised(params: Mapping[str, Any]) -> dict[str, str]:
@@ -775,13 +827,15 @@ class AtomApiSource:
     def from_request(cls, params: Mapping[str, str], *, transport: Transport) -> AtomApiSource:
         """The source that sends exactly the API request ``params`` (``id_list``,
         ``search_query``, ``start``, ``max_results``, ``sortBy``, ``sortOrder``) and stops
-        after that one page. A replay of one recorded response: missing ids are not reported."""
-        size = int(params.get("max_results", 10))
+        after that one page. A replay of one recorded response: missing ids are not reported.
+        Raises ``ValueError`` naming the parameter for a ``start`` or ``max_results`` that is not
+        a whole number >= 0."""
+        size = _int_param(params, "max_results", 10)
         return cls(
             transport=transport,
             id_list=params.get("id_list", ""),
             search_query=params.get("search_query", ""),
-            start=int(params.get("start", 0)),
+            start=_int_param(params, "start", 0),
             max_results=size,
             page_size=size,
             sort_by=params.get("sortBy", "relevance"),
@@ -933,19 +987,27 @@ def recorded_sources(directory: str | Path = DEFAULT_RECORDED_DIR) -> list[Sourc
 
     Each OAI or API entry replays exactly its recorded response: resumption tokens and further
     pages are not followed, since the pages after a recorded one were not recorded.
-    Raises :class:`ManifestError` for a bad manifest.
+    Raises :class:`ManifestError` naming the manifest and the entry for a bad manifest or an
+    entry whose ``params`` no source can send (an OAI verb other than ListRecords/GetRecord,
+    a malformed date, a ``start`` or ``max_results`` that is not a whole number >= 0).
     """
     transport = RecordedTransport(directory)
     sources: list[Source] = []
-    for entry in transport.entries:
-        if entry.kind == "oai":
-            sources.append(
-                OaiPmhSource.from_request(entry.params, transport=transport, max_pages=1)
-            )
-        elif entry.kind == "atom":
-            sources.append(AtomApiSource.from_request(entry.params, transport=transport))
-        else:
-            sources.append(SnapshotSource(entry.path))
+    for index, entry in enumerate(transport.entries, start=1):
+        try:
+            if entry.kind == "oai":
+                sources.append(
+                    OaiPmhSource.from_request(entry.params, transport=transport, max_pages=1)
+                )
+            elif entry.kind == "atom":
+                sources.append(AtomApiSource.from_request(entry.params, transport=transport))
+            else:
+                sources.append(SnapshotSource(entry.path))
+        except ValueError as error:
+            # A request no source can send (a verb, a date, a number): the entry is wrong.
+            raise ManifestError(
+                f"{transport.directory / MANIFEST_NAME}, entry {index}: {error}"
+            ) from error
     return sources
 
 

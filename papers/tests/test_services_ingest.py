@@ -1,21 +1,29 @@
 """Ingestion services against the real recorded arXiv data: counts, idempotency, merging of
-sources and versions, categories, authors, withdrawn papers, bad input and the stored signal."""
+sources and versions, categories, authors, withdrawn papers, bad input (values the database would
+refuse, implausible dates and versions, poisoned pages), concurrent writers and the stored
+signal."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
 import json
+import re
+import threading
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from papers import services
 from papers.models import (
     Affiliation,
     Author,
     Authorship,
     Category,
+    HarvestRun,
     Paper,
     PaperAffiliation,
     PaperVersion,
@@ -23,8 +31,14 @@ from papers.models import (
 from papers.parsers.atom import parse_atom_feed
 from papers.parsers.oai import parse_oai_page
 from papers.parsers.snapshot import iter_snapshot
-from papers.records import ParseError
-from papers.services import category_sync, harvest_run, papers_upsert
+from papers.records import ParseError, Version
+from papers.services import (
+    EARLIEST_DATE,
+    MAX_VERSION,
+    category_sync,
+    harvest_run,
+    papers_upsert,
+)
 from papers.signals import papers_stored
 from papers.taxonomy import all_categories
 
@@ -37,6 +51,7 @@ from .conftest import (
     SNAPSHOT_HEAD,
     table_state,
 )
+from .httpserver import LocalHttpServer, Reply, oai_pages, oai_token
 
 pytestmark = pytest.mark.django_db
 
@@ -622,3 +637,389 @@ def test_unknown_category_in_a_file_names_file_and_record(tmp_path):
     # The record stored before stays as it was.
     assert Paper.objects.get(arxiv_id="0704.0001").updated_at == before
     assert not Paper.objects.filter(arxiv_id=record["id"]).exists()
+
+
+# --- values the database would refuse, implausible dates and versions ----------------------
+
+
+def with_last_version(record, **changes):
+    """``record`` with its latest version changed."""
+    return dataclasses.replace(
+        record,
+        versions=[*record.versions[:-1], dataclasses.replace(record.versions[-1], **changes)],
+    )
+
+
+def with_first_version(record, **changes):
+    return dataclasses.replace(
+        record, versions=[dataclasses.replace(record.versions[0], **changes), *record.versions[1:]]
+    )
+
+
+def with_author(record, index, **changes):
+    authors = list(record.authors)
+    authors[index] = dataclasses.replace(authors[index], **changes)
+    return dataclasses.replace(record, authors=authors)
+
+
+# Each turns 0801.3674 (v4, three authors with affiliations) into a record the database would
+# refuse (PostgreSQL: smallint/integer out of range, varchar too long, NUL in text; any
+# driver: lone surrogates cannot be encoded), with the error that must name its field.
+REFUSED_BY_THE_DATABASE = {
+    "version number": (
+        lambda r: with_last_version(r, number=99999),
+        "version number 99999 out of range (1 to 100)",
+    ),
+    "identifier version": (
+        lambda r: dataclasses.replace(r, arxiv_id="0801.3674v99999"),
+        "identifier version 99999 out of range (1 to 100)",
+    ),
+    "size": (
+        lambda r: with_last_version(r, size_kb=99_999_999_999),
+        "v4 size 99999999999 kb out of range (0 to 2147483647)",
+    ),
+    "negative size": (
+        lambda r: with_last_version(r, size_kb=-1),
+        "v4 size -1 kb out of range",
+    ),
+    "source type": (
+        lambda r: with_last_version(r, source_type="ABCDEFGHIJKL"),
+        "v4 source_type longer than 8 characters",
+    ),
+    "NUL in title": (
+        lambda r: dataclasses.replace(r, title="A Study\x00 of Structure"),
+        "title contains a NUL character (U+0000)",
+    ),
+    "NUL in raw abstract": (
+        lambda r: dataclasses.replace(r, abstract_raw=r.abstract_raw + "\x00"),
+        "abstract_raw contains a NUL character (U+0000)",
+    ),
+    "NUL in author": (
+        lambda r: with_author(r, 1, name="Keshav\x00 Dasgupta"),
+        "author 2 name contains a NUL character (U+0000)",
+    ),
+    "surrogate in title": (
+        lambda r: dataclasses.replace(r, title="lone \ud800 surrogate"),
+        "title contains a lone surrogate (U+D800)",
+    ),
+    "surrogate in affiliation": (
+        lambda r: with_author(r, 0, affiliations=("McGill\udc80",)),
+        "author 1 affiliation contains a lone surrogate (U+DC80)",
+    ),
+    "surrogate in keyname": (
+        lambda r: with_author(r, 2, keyname="Davis\udfff"),
+        "author 3 keyname contains a lone surrogate (U+DFFF)",
+    ),
+    "doi": (lambda r: dataclasses.replace(r, doi="1" * 256), "doi longer than 255 characters"),
+    "report number": (
+        lambda r: dataclasses.replace(r, report_no="R" * 256),
+        "report_no longer than 255 characters",
+    ),
+    "license": (
+        lambda r: dataclasses.replace(r, license="L" * 256),
+        "license longer than 255 characters",
+    ),
+    "submitter": (
+        lambda r: dataclasses.replace(r, submitter="S" * 256),
+        "submitter longer than 255 characters",
+    ),
+    "author name": (
+        lambda r: with_author(r, 0, name="N" * 301),
+        "author 1 name longer than 300 characters",
+    ),
+    "affiliation": (
+        lambda r: with_author(r, 2, affiliations=("A" * 501,)),
+        "author 3 affiliation longer than 500 characters",
+    ),
+    "keyname": (
+        lambda r: with_author(r, 0, keyname="K" * 201),
+        "author 1 keyname longer than 200 characters",
+    ),
+    "forenames": (
+        lambda r: with_author(r, 0, forenames="F" * 201),
+        "author 1 forenames longer than 200 characters",
+    ),
+    "suffix": (
+        lambda r: with_author(r, 0, suffix="S" * 51),
+        "author 1 suffix longer than 50 characters",
+    ),
+}
+
+# Values that would poison the site: a far-future date becomes every topic's momentum "as
+# of", a version typo makes every later genuine report look older.
+IMPLAUSIBLE = {
+    "submitted in the far future": (
+        lambda r: dataclasses.replace(r, submitted=dt.date(9999, 12, 31)),
+        "submitted 9999-12-31 is in the future",
+    ),
+    "version date in the far future": (
+        lambda r: with_last_version(r, submitted=dt.datetime(9999, 12, 31, 12, tzinfo=dt.UTC)),
+        "v4 date 9999-12-31 is in the future",
+    ),
+    "updated in the far future": (
+        lambda r: dataclasses.replace(r, updated=dt.date(3024, 1, 1)),
+        "updated 3024-01-01 is in the future",
+    ),
+    "datestamp in the far future": (
+        lambda r: dataclasses.replace(r, datestamp=dt.date(2099, 1, 1)),
+        "datestamp 2099-01-01 is in the future",
+    ),
+    "v1 before arXiv": (
+        lambda r: with_first_version(r, submitted=dt.datetime(1989, 6, 1, tzinfo=dt.UTC)),
+        "v1 date 1989-06-01 is before arXiv began (1991-01-01)",
+    ),
+    "submitted before arXiv": (
+        lambda r: dataclasses.replace(r, submitted=dt.date(1900, 1, 1)),
+        "submitted 1900-01-01 is before arXiv began (1991-01-01)",
+    ),
+    "latest version typo": (
+        lambda r: dataclasses.replace(r, latest_version=999),
+        "latest_version 999 out of range (1 to 100)",
+    ),
+    "version above the bound": (
+        lambda r: with_last_version(r, number=101),
+        "version number 101 out of range (1 to 100)",
+    ),
+    "version zero": (
+        lambda r: with_first_version(r, number=0),
+        "version number 0 out of range (1 to 100)",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [*REFUSED_BY_THE_DATABASE.values(), *IMPLAUSIBLE.values()],
+    ids=[*REFUSED_BY_THE_DATABASE, *IMPLAUSIBLE],
+)
+def test_bad_value_rejects_only_its_record_naming_the_field(change, message, stored_signals):
+    first, middle, last = arxiv_raw_records()[:3]
+    assert middle.arxiv_id == "0801.3674"
+
+    result = papers_upsert(records=[first, change(middle), last], source="page.xml")
+
+    assert (result.created, result.rejected) == (2, 1)
+    (error,) = result.errors
+    assert (error.source, error.record) == ("page.xml", "0801.3674")
+    assert message in error.message
+    # The message can be stored and logged: it never quotes the bad text.
+    assert not re.search("[\x00\ud800-\udfff]", str(error))
+    assert sorted(Paper.objects.values_list("arxiv_id", flat=True)) == [
+        first.arxiv_id,
+        last.arxiv_id,
+    ]
+    assert not PaperVersion.objects.filter(paper__arxiv_id="0801.3674").exists()
+
+
+def test_invalid_identifier_is_named_escaped():
+    record = dataclasses.replace(arxiv_raw_record("0801.3673"), arxiv_id="0801.36\x0073")
+    # Arabic-Indic digits: 2501.00001 to a regular expression's \d, not to arXiv.
+    digits = dataclasses.replace(arxiv_raw_record("0801.3675"), arxiv_id="٢٥٠١.٠٠٠٠١")
+
+    result = papers_upsert(records=[record, digits], source="page.xml")
+
+    assert [error.record for error in result.errors] == ["0801.36\\x0073", "٢٥٠١.٠٠٠٠١"]
+    assert "not an arXiv identifier" in str(result.errors[0])
+    assert "digits other than 0-9" in str(result.errors[1])
+    assert not Paper.objects.exists()
+
+
+def test_dates_up_to_two_days_ahead_and_versions_up_to_the_bound_are_kept(monkeypatch):
+    # Late evening in UTC: the limit is the day after tomorrow, whatever the time of day.
+    monkeypatch.setattr(timezone, "now", lambda: dt.datetime(2026, 3, 10, 23, 30, tzinfo=dt.UTC))
+    a, b, c = (arxiv_raw_record(i) for i in ("0801.3673", "0801.3675", "0801.3678"))
+
+    def with_version_on(record, number, day):
+        version = Version(
+            number=number, submitted=dt.datetime.combine(day, dt.time(23, 59), dt.UTC)
+        )
+        return dataclasses.replace(
+            record, versions=[*record.versions, version], latest_version=number, updated=day
+        )
+
+    in_two_days = with_version_on(a, MAX_VERSION, dt.date(2026, 3, 12))
+    in_three_days = with_version_on(b, 2, dt.date(2026, 3, 13))
+    first_day = with_first_version(
+        dataclasses.replace(c, submitted=EARLIEST_DATE),
+        submitted=dt.datetime.combine(EARLIEST_DATE, dt.time(), dt.UTC),
+    )
+
+    result = papers_upsert(records=[in_two_days, in_three_days, first_day], source="page.xml")
+
+    assert [(e.record, e.message) for e in result.errors] == [
+        ("0801.3675", "v2 date 2026-03-13 is in the future (after 2026-03-12, today + 2 days, UTC)")
+    ]
+    assert sorted(Paper.objects.values_list("arxiv_id", "latest_version", "submitted")) == [
+        ("0801.3673", MAX_VERSION, dt.date(2008, 1, 23)),
+        ("0801.3678", 1, EARLIEST_DATE),
+    ]
+
+
+def test_version_typo_cannot_make_later_reports_look_older():
+    record = arxiv_raw_record("0801.3674")
+    papers_upsert(records=[record])
+
+    typo = papers_upsert(records=[dataclasses.replace(record, latest_version=999, title="Typo")])
+    v5 = dataclasses.replace(
+        record,
+        latest_version=5,
+        updated=dt.date(2009, 1, 5),
+        versions=[*record.versions, dataclasses.replace(record.versions[-1], number=5)],
+        title="A revised title",
+    )
+    genuine = papers_upsert(records=[v5])
+
+    assert typo.rejected == 1 and "latest_version 999" in typo.errors[0].message
+    assert (genuine.updated, genuine.rejected) == (1, 0)
+    paper = Paper.objects.get(arxiv_id="0801.3674")
+    assert (paper.latest_version, paper.title) == (5, "A revised title")
+
+
+# --- a poisoned page does not stop a harvest -----------------------------------------------
+
+
+@pytest.fixture
+def oai_server(settings):
+    """A local OAI-PMH server; fast but real harvest settings, no harvest lock left over."""
+    settings.ARXIV_REQUEST_INTERVAL_MS = 5
+    settings.ARXIV_HTTP_RETRIES = 0
+    settings.ARXIV_HTTP_TIMEOUT = 10
+    cache.delete("papers:harvest-lock:oai")
+    with LocalHttpServer() as server:
+        yield server
+    cache.delete("papers:harvest-lock:oai")
+
+
+def test_oai_harvest_stores_the_good_records_of_a_poisoned_page_and_goes_on(tmp_path, oai_server):
+    poisoned = tmp_path / "poisoned.xml"
+    body = ARXIV_RAW_PAGE.read_bytes()
+    for old, new in [
+        # 0801.3673: a size PostgreSQL's integer cannot hold.
+        (
+            b"21:06:41 GMT</date><size>121kb</size>",
+            b"21:06:41 GMT</date><size>99999999999kb</size>",
+        ),
+        # 0801.3674: a version number beyond smallint.
+        (b"version='v4'><date>Thu, 11 Sep 2008", b"version='v99999'><date>Thu, 11 Sep 2008"),
+        # 0801.3675: submitted in the year 9999.
+        (b"Thu, 24 Jan 2008 15:39:48 GMT", b"Thu, 24 Jan 9999 15:39:48 GMT"),
+    ]:
+        assert body.count(old) == 1
+        body = body.replace(old, new)
+    poisoned.write_bytes(body)
+    pages = oai_pages(poisoned, [10, 10])
+    second_token = oai_token(pages[0])
+    oai_server.handler = lambda request: Reply(
+        body=pages[1] if request.query.get("resumptionToken") == second_token else pages[0]
+    )
+
+    summary = harvest_run(
+        kind="oai", params={"base_url": oai_server.url, "sets": ["cs"], "from": "2008-01-25"}
+    )
+
+    assert (summary.status, summary.pages, summary.created) == ("succeeded", 2, 17)
+    expected = [
+        ("0801.3673", "v1 size 99999999999 kb out of range (0 to 2147483647)"),
+        ("0801.3674", "version number 99999 out of range (1 to 100)"),
+        ("0801.3675", "v1 date 9999-01-24 is in the future"),
+    ]
+    assert len(summary.errors) == len(expected)
+    for error, (arxiv_id, message) in zip(summary.errors, expected, strict=True):
+        assert (error.record, error.message[: len(message)]) == (arxiv_id, message)
+    run = HarvestRun.objects.get(pk=summary.run_id)
+    assert (run.records_created, run.records_rejected, run.error_count) == (17, 3, 3)
+    assert all(str(oai_server.url) in message and "0801.367" in message for message in run.errors)
+    assert not Paper.objects.filter(arxiv_id__in=["0801.3673", "0801.3674", "0801.3675"]).exists()
+
+
+def test_snapshot_lines_with_unstorable_text_are_rejected_and_the_run_succeeds(tmp_path):
+    lines = [json.loads(line) for line in SNAPSHOT_HEAD.read_text().splitlines()[:5]]
+    lines[1]["title"] = "Has a NUL \x00 inside"
+    lines[3]["authors_parsed"][0][0] = "lone \ud800 surrogate"
+    snapshot = tmp_path / "snapshot.jsonl"
+    # json.dumps writes both as \u escapes, as a real dump would carry them.
+    snapshot.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    summary = harvest_run(kind="snapshot", params={"path": str(snapshot)})
+
+    assert (summary.status, summary.created) == ("succeeded", 3)
+    assert [(e.record, e.message) for e in summary.errors] == [
+        (lines[1]["id"], "title contains a NUL character (U+0000), which is not storable text"),
+        (
+            lines[3]["id"],
+            "author 1 name contains a lone surrogate (U+D800), which is not storable text",
+        ),
+    ]
+    assert HarvestRun.objects.get(pk=summary.run_id).error_count == 2
+
+
+# --- concurrent writers --------------------------------------------------------------------
+
+
+@pytest.fixture
+def another_worker_meanwhile(monkeypatch):
+    """``another_worker_meanwhile(records)`` arranges the race of two concurrent harvests: the
+    next ``papers_upsert`` reads what is stored, then another worker stores ``records`` in its
+    own transaction (a thread with its own connection) and commits, then the first goes on.
+    Returns a dict that receives the other worker's result under ``"result"``."""
+    other: dict = {}
+    original_load_states = services._load_states
+
+    def store_in_another_transaction():
+        try:
+            other["result"] = papers_upsert(records=other["records"], source="other worker")
+        finally:
+            connection.close()
+
+    def load_states_then_race(arxiv_ids):
+        states = original_load_states(arxiv_ids)
+        if "records" in other and not other.get("started"):
+            other["started"] = True
+            thread = threading.Thread(target=store_in_another_transaction)
+            thread.start()
+            thread.join()
+        return states
+
+    monkeypatch.setattr(services, "_load_states", load_states_then_race)
+
+    def arrange(records):
+        other["records"] = records
+        return other
+
+    return arrange
+
+
+@pytest.mark.django_db(transaction=True)
+def test_paper_stored_meanwhile_by_another_transaction_is_merged_not_created_again(
+    another_worker_meanwhile, stored_signals
+):
+    """Two workers store the same new paper at once: one creates it; the other, which looked
+    before the first committed, merges with it (its older report changes nothing) instead of
+    counting it created, announcing it and overwriting the newer version."""
+    record = arxiv_raw_record("0801.3674")
+    other = another_worker_meanwhile([record])
+
+    result = papers_upsert(records=[as_version(record, 2)], source="this worker")
+
+    assert (other["result"].created, other["result"].updated) == (1, 0)
+    assert (result.created, result.updated, result.unchanged) == (0, 0, 1)
+    paper = Paper.objects.get(arxiv_id="0801.3674")
+    assert (paper.latest_version, paper.title) == (4, record.title)
+    assert paper.versions.count() == 4
+    # Only the worker that created it announced it.
+    assert stored_signals == [[paper.pk]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_newer_report_stored_meanwhile_is_merged_and_counted_updated(another_worker_meanwhile):
+    record = arxiv_raw_record("0801.3674")
+    other = another_worker_meanwhile([as_version(record, 2)])
+
+    result = papers_upsert(records=[record, arxiv_raw_record("0801.3675")], source="this worker")
+
+    assert (other["result"].created, other["result"].updated) == (1, 0)
+    assert (result.created, result.updated) == (1, 1)
+    paper = Paper.objects.get(arxiv_id="0801.3674")
+    assert (paper.latest_version, paper.title) == (4, record.title)
+    assert list(paper.versions.values_list("number", flat=True)) == [1, 2, 3, 4]
+    assert Paper.objects.count() == 2
