@@ -1,13 +1,44 @@
-"""Tagging tasks (queue ``tag``). Thin: take ids, call one service."""
+"""Tagging and retraining tasks (queue ``tag``). Thin: take ids, call one service."""
+
+import logging
 
 from celery import shared_task
+from django.core.cache import cache
+
+logger = logging.getLogger(__name__)
+
+RETRAIN_LOCK_KEY = "topics:retrain-classifier"
+# Longer than any training may run (the hard task limit is an hour), so a crashed worker's
+# lock expires on its own.
+RETRAIN_LOCK_SECONDS = 2 * 60 * 60
 
 
 @shared_task(name="topics.tasks.tag_papers")
 def tag_papers(paper_ids: list[int]) -> int:
-    """Apply every active topic's rule to the papers ``paper_ids`` (pks; ones since deleted are
-    ignored) through ``topics.services.papers_tag``; returns the number of assignments created,
-    changed or removed. Safe to run twice: the second run writes nothing."""
+    """Apply every active topic's rule and the active classifier to the papers ``paper_ids``
+    (pks; ones since deleted are ignored) through ``topics.services.papers_tag``; returns the
+    number of assignments created, changed or removed. Safe to run twice: the second run
+    writes nothing."""
     from .services import papers_tag
 
     return papers_tag(paper_ids=paper_ids)
+
+
+@shared_task(name="topics.tasks.retrain_classifier")
+def retrain_classifier() -> int | None:
+    """Train, store and activate a new classifier version, then re-tag every paper with it
+    (``topics.services.classifier_train``). Runs nightly from django-celery-beat and on demand
+    (``retrain_classifier.delay()``, ``manage.py retrain``).
+
+    One at a time: a run that finds another holding the lock returns ``None`` at once.
+    Returns the new version number.
+    """
+    from .services import classifier_train
+
+    if not cache.add(RETRAIN_LOCK_KEY, "running", RETRAIN_LOCK_SECONDS):
+        logger.info("Classifier retraining already running; this run does nothing.")
+        return None
+    try:
+        return classifier_train(apply=True).version
+    finally:
+        cache.delete(RETRAIN_LOCK_KEY)

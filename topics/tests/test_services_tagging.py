@@ -1,26 +1,58 @@
-"""Tagging by rules (``papers_tag``): the right assignments, idempotent, curator decisions and
-imports untouched, stale machine assignments removed."""
+"""Tagging (``papers_tag``) by rules and the classifier: the right assignments, idempotent,
+curator decisions and imports untouched, stale machine assignments removed, machine writes
+in the history; training (``classifier_train``), applying and retraining."""
 
 import datetime as dt
+import importlib
+import json
+from io import StringIO
+from pathlib import Path
 
+import numpy as np
 import pytest
+from django.apps import apps as django_apps
+from django.core.cache import cache
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
 
 from papers.signals import papers_stored
 from papers.tests.factories import CategoryFactory, PaperFactory
+from topics import classifier as classifier_module
 from topics import services
-from topics.models import Assignment, Topic
-from topics.services import papers_tag
-from topics.tasks import tag_papers
+from topics.classifier import TopicClassifier, classifier_settings, tokenize
+from topics.models import Assignment, ClassifierModel, Topic
+from topics.services import classifier_apply, classifier_train, papers_tag
+from topics.tasks import RETRAIN_LOCK_KEY, retrain_classifier, tag_papers
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
+REFERENCE_PAGE = Path(__file__).resolve().parents[1] / "data" / "llm-agent-training.json"
 RULE = Assignment.Source.RULE
+CLASSIFIER = Assignment.Source.CLASSIFIER
+IMPORT = Assignment.Source.IMPORT
 ACCEPTED = Assignment.State.ACCEPTED
+PENDING = Assignment.State.PENDING
 REJECTED = Assignment.State.REJECTED
+
+
+@pytest.fixture(autouse=True)
+def _forget_loaded_classifier(monkeypatch):
+    """Each test starts with no classifier cached in this process."""
+    monkeypatch.setattr(classifier_module, "_loaded", None)
+
+
+@pytest.fixture(params=["sql", "orm"])
+def write_path(request, monkeypatch):
+    """Run a test with PostgreSQL's write path (COPY and INSERT/UPDATE/DELETE ... RETURNING
+    into the history) and with the ORM path other databases (the embedded SQLite) take."""
+    if request.param == "orm":
+        monkeypatch.setattr(services, "_plan_write_sql", services._plan_write_orm)
+    return request.param
 
 
 def assignment_rows():
@@ -355,7 +387,7 @@ def test_queries_do_not_grow_with_the_number_of_papers(categories):
     assert queries_for(2) == queries_for(20)
 
 
-def test_a_curator_decision_made_during_tagging_still_wins(library, monkeypatch):
+def test_a_curator_decision_made_during_tagging_still_wins(library, monkeypatch, write_path):
     """A curator decides between the tagging run's read and its writes: the writes' own guards
     (not only the plan made from the read) keep the decision."""
     papers, topics = library
@@ -364,18 +396,568 @@ def test_a_curator_decision_made_during_tagging_still_wins(library, monkeypatch)
     )
     to_delete = AssignmentFactory(paper=papers["reagents"], topic=topics["RL"], source=RULE)
     curator = UserFactory()
-    bulk_create = Assignment.objects.bulk_create
+    write = services._plan_write_sql
 
-    def decide_then_bulk_create(*args, **kwargs):
+    def decide_then_write(*args, **kwargs):
         Assignment.objects.filter(pk__in=[to_update.pk, to_delete.pk]).update(
             decided_by=curator, decided_at=timezone.now(), state=REJECTED
         )
-        return bulk_create(*args, **kwargs)
+        return write(*args, **kwargs)
 
-    monkeypatch.setattr(Assignment.objects, "bulk_create", decide_then_bulk_create)
+    monkeypatch.setattr(services, "_plan_write_sql", decide_then_write)
     papers_tag(paper_ids=[papers["rl agents"].pk, papers["reagents"].pk])
 
     rows = {row.pk: row for row in Assignment.objects.filter(decided_by=curator)}
     assert set(rows) == {to_update.pk, to_delete.pk}
     assert rows[to_update.pk].source == "classifier"
     assert {row.state for row in rows.values()} == {REJECTED}
+
+
+def test_a_decision_whose_curator_account_is_gone_is_still_final(library):
+    papers, topics = library
+    orphaned = AssignmentFactory(
+        paper=papers["reagents"],
+        topic=topics["RL"],
+        source=RULE,
+        state=ACCEPTED,
+        decided_by=None,
+        decided_at=timezone.now() - dt.timedelta(days=1),
+    )
+    before = Assignment.objects.filter(pk=orphaned.pk).values().get()
+
+    papers_tag(paper_ids=[papers["reagents"].pk])
+
+    assert Assignment.objects.filter(pk=orphaned.pk).values().get() == before
+
+
+# --- the history of machine writes -----------------------------------------------------------
+
+
+def history_rows(**filters):
+    return list(
+        Assignment.history.filter(**filters)
+        .order_by("history_id")
+        .values_list("id", "history_type", "source", "state", "score", "history_change_reason")
+    )
+
+
+def test_machine_writes_are_recorded_in_the_history_per_batch(library, write_path):
+    papers, topics = library
+    paper_ids = [paper.pk for paper in papers.values()]
+
+    papers_tag(paper_ids=paper_ids)
+
+    created = sorted(Assignment.objects.values_list("id", flat=True))
+    assert sorted(pk for pk, *_ in history_rows()) == created
+    assert {row[1:] for row in history_rows()} == {("+", RULE, ACCEPTED, 1.0, "tagging: rules")}
+
+    stale = Assignment.objects.get(paper=papers["strings"], topic=topics["RL"])
+    changed = Assignment.objects.get(paper=papers["reagents"], topic=topics["Not agents"])
+    Assignment.objects.filter(pk=changed.pk).update(source=CLASSIFIER, state=PENDING, score=0.3)
+    Assignment.history.filter(id=changed.pk).delete()
+    Topic.objects.filter(pk=topics["RL"].pk).update(rule_query='"rl agents"')
+
+    papers_tag(paper_ids=paper_ids)
+
+    assert history_rows(id=stale.pk)[-1][:2] == (stale.pk, "-")
+    assert history_rows(id=changed.pk) == [(changed.pk, "~", RULE, ACCEPTED, 1.0, "tagging: rules")]
+    # Everything written is in the history; nothing unwritten is: the two RL assignments
+    # went, one changed back.
+    assert len(history_rows()) == len(created) - 1 + 2 + 1
+
+
+def test_without_tagging_history_machine_writes_leave_no_history(library, settings, write_path):
+    settings.TOPICS_TAGGING_HISTORY = False
+    papers, topics = library
+    paper_ids = [paper.pk for paper in papers.values()]
+    papers_tag(paper_ids=paper_ids)
+    Topic.objects.filter(pk=topics["RL"].pk).update(rule_query="")
+
+    papers_tag(paper_ids=paper_ids)
+
+    assert Assignment.objects.exists()
+    assert not pairs(topic=topics["RL"])
+    assert not Assignment.history.exists()
+
+
+# --- the classifier in tagging ---------------------------------------------------------------
+
+
+def stored_classifier(
+    weights: dict[Topic, dict[str, float]],
+    *,
+    intercept: float = -2.0,
+    threshold: float = 0.75,
+    version: int = 1,
+) -> ClassifierModel:
+    """Store and activate a hand-made classifier: per topic, a weight per word.
+
+    The vocabulary is those words with equal IDF, so a text's features are its words'
+    sublinear TF, L2-normalised: a text whose only known word is ``w`` scores
+    ``sigmoid(weights[w] + intercept)`` (``agents`` at 4.0 with the default intercept:
+    0.8808); one with ``w`` and ``v`` once each ``sigmoid((weights[w] + weights[v]) / sqrt 2
+    + intercept)``.
+    """
+    vocabulary = sorted({word for words in weights.values() for word in words})
+    counter = CountVectorizer(
+        vocabulary=vocabulary, tokenizer=tokenize, token_pattern=None, lowercase=False
+    )
+    counts = counter.fit_transform([" ".join(vocabulary)])
+    tfidf = TfidfTransformer(sublinear_tf=True).fit(counts)
+    topics = list(weights)
+    coef = np.array(
+        [[weights[topic].get(word, 0.0) for topic in topics] for word in vocabulary],
+        dtype=np.float32,
+    )
+    classifier = TopicClassifier(
+        counter=counter,
+        tfidf=tfidf,
+        topic_ids=np.array([topic.pk for topic in topics]),
+        coef=coef,
+        intercept=np.full(len(topics), intercept, dtype=np.float32),
+        thresholds=np.full(len(topics), threshold),
+        metrics={},
+    )
+    ClassifierModel.objects.update(active=False)
+    return ClassifierModel.objects.create(
+        version=version, artifact=classifier.dumps(), topic_count=len(topics), active=True
+    )
+
+
+@pytest.fixture
+def agents_papers(categories):
+    make = PaperFactory
+    return {
+        # Only "agents" among the known words: 0.8808, accepted.
+        "agents": make(title="Agents at work", abstract="We study agents."),
+        # "agents" and "tools": sigmoid(4 / sqrt 2 - 2) = 0.6960, pending review.
+        "agents and tools": make(title="Agents and tools", abstract=""),
+        # Only "tools": sigmoid(-2) = 0.1192, nothing.
+        "tools": make(title="Tools for proofs", abstract="Proof assistants."),
+    }
+
+
+def classifier_rows(**filters):
+    return set(
+        Assignment.objects.filter(**filters).values_list(
+            "paper__title", "topic__name", "source", "state", "score"
+        )
+    )
+
+
+def test_classifier_scores_become_accepted_and_pending_assignments(agents_papers, write_path):
+    agents = TopicFactory(name="Agents")
+    stored_classifier({agents: {"agents": 4.0, "tools": 0.0}})
+
+    papers_tag(paper_ids=[paper.pk for paper in agents_papers.values()])
+
+    assert classifier_rows() == {
+        ("Agents at work", "Agents", CLASSIFIER, ACCEPTED, 0.8808),
+        ("Agents and tools", "Agents", CLASSIFIER, PENDING, 0.696),
+    }
+    assert {row[-1] for row in history_rows()} == {"tagging: rules and classifier v1"}
+
+
+def test_tagging_with_the_classifier_twice_writes_nothing(agents_papers, write_path):
+    agents = TopicFactory(name="Agents", rule_query="proofs")
+    stored_classifier({agents: {"agents": 4.0, "tools": 0.0}})
+    paper_ids = [paper.pk for paper in agents_papers.values()]
+    assert papers_tag(paper_ids=paper_ids) == 3
+    first = assignment_rows()
+
+    assert papers_tag(paper_ids=paper_ids) == 0
+    assert assignment_rows() == first
+
+
+def test_a_rule_match_wins_over_the_classifier(agents_papers):
+    agents = TopicFactory(name="Agents", rule_query='"agents and tools"')
+    stored_classifier({agents: {"agents": 4.0, "tools": 0.0}})
+
+    papers_tag(paper_ids=[paper.pk for paper in agents_papers.values()])
+
+    assert classifier_rows() == {
+        ("Agents at work", "Agents", CLASSIFIER, ACCEPTED, 0.8808),
+        ("Agents and tools", "Agents", RULE, ACCEPTED, 1.0),
+    }
+
+
+def test_the_classifier_never_touches_curator_decisions_or_imports(agents_papers, write_path):
+    agents = TopicFactory(name="Agents")
+    tools = TopicFactory(name="Tools")
+    stored_classifier({agents: {"agents": 4.0, "tools": 0.0}, tools: {"tools": 4.0}})
+    curator = UserFactory()
+    decided_at = timezone.now() - dt.timedelta(days=2)
+    rejected = AssignmentFactory(
+        paper=agents_papers["agents"],
+        topic=agents,
+        source=CLASSIFIER,
+        state=REJECTED,
+        score=0.9,
+        decided_by=curator,
+        decided_at=decided_at,
+    )
+    accepted_pending = AssignmentFactory(
+        paper=agents_papers["tools"],
+        topic=agents,
+        source=CLASSIFIER,
+        state=ACCEPTED,
+        score=0.7,
+        decided_by=curator,
+        decided_at=decided_at,
+    )
+    imported = AssignmentFactory(
+        paper=agents_papers["agents and tools"], topic=agents, source=IMPORT, score=None
+    )
+    protected = {pk: row for pk, row in ((r["id"], r) for r in assignment_rows())}
+
+    papers_tag(paper_ids=[paper.pk for paper in agents_papers.values()])
+    papers_tag(paper_ids=[paper.pk for paper in agents_papers.values()])
+
+    after = {row["id"]: row for row in assignment_rows()}
+    for assignment in (rejected, accepted_pending, imported):
+        assert after[assignment.pk] == protected[assignment.pk]
+    # Tagging went on around them.
+    assert classifier_rows(decided_by__isnull=True, source=CLASSIFIER) == {
+        ("Tools for proofs", "Tools", CLASSIFIER, ACCEPTED, 0.8808),
+        ("Agents and tools", "Tools", CLASSIFIER, PENDING, 0.696),
+    }
+
+
+def test_a_new_model_moves_machine_assignments_and_removes_stale_ones(agents_papers, write_path):
+    agents = TopicFactory(name="Agents")
+    dropped = TopicFactory(name="Dropped")
+    stored_classifier({agents: {"agents": 4.0, "tools": 0.0}, dropped: {"tools": 5.0}})
+    paper_ids = [paper.pk for paper in agents_papers.values()]
+    papers_tag(paper_ids=paper_ids)
+    assert ("Tools for proofs", "Dropped", CLASSIFIER, ACCEPTED, 0.9526) in classifier_rows()
+
+    # v2: "tools" now counts for Agents too, and Dropped has no model any more.
+    stored_classifier({agents: {"agents": 4.0, "tools": 2.0}}, version=2)
+    written = papers_tag(paper_ids=paper_ids)
+
+    assert classifier_rows() == {
+        ("Agents at work", "Agents", CLASSIFIER, ACCEPTED, 0.8808),
+        # sigmoid(6 / sqrt 2 - 2) = 0.904: from pending to accepted.
+        ("Agents and tools", "Agents", CLASSIFIER, ACCEPTED, 0.904),
+        # sigmoid(2 - 2) = 0.5: below the review band [0.65, 0.75).
+    }
+    assert written == 3  # one changed, two removed (Dropped's)
+    reasons = {row[-1] for row in history_rows() if row[1] in "~-"}
+    assert reasons == {"tagging: rules and classifier v2"}
+
+
+def test_without_an_active_classifier_its_assignments_are_left_alone(agents_papers):
+    agents = TopicFactory(name="Agents")
+    stored_classifier({agents: {"agents": 4.0}})
+    paper_ids = [paper.pk for paper in agents_papers.values()]
+    papers_tag(paper_ids=paper_ids)
+    before = assignment_rows()
+    assert before
+
+    ClassifierModel.objects.update(active=False)
+    assert papers_tag(paper_ids=paper_ids) == 0
+    assert assignment_rows() == before
+
+
+def test_inactive_topics_get_no_classifier_assignments(agents_papers):
+    agents = TopicFactory(name="Agents", active=False)
+    stored_classifier({agents: {"agents": 4.0}})
+
+    papers_tag(paper_ids=[paper.pk for paper in agents_papers.values()])
+
+    assert not Assignment.objects.exists()
+
+
+def test_a_score_that_barely_moved_is_not_rewritten(agents_papers):
+    agents = TopicFactory(name="Agents")
+    stored_classifier({agents: {"agents": 4.0}})
+    paper_ids = [agents_papers["agents"].pk]
+    papers_tag(paper_ids=paper_ids)
+    # sigmoid(1.97) = 0.8776: 0.003 below 0.8808.
+    stored_classifier({agents: {"agents": 3.97}}, version=2)
+
+    assert papers_tag(paper_ids=paper_ids) == 0
+    assert classifier_rows() == {("Agents at work", "Agents", CLASSIFIER, ACCEPTED, 0.8808)}
+
+
+def test_queries_do_not_grow_with_the_number_of_papers_with_the_classifier(categories):
+    agents = TopicFactory(name="Agents", rule_query="theory")
+    stored_classifier({agents: {"agents": 4.0, "tools": 0.0}})
+    papers_tag(paper_ids=[])  # loads the classifier: two queries once per process
+
+    def queries_for(count):
+        new = [
+            PaperFactory(title=f"Agents and tools {n}", abstract="Agents.") for n in range(count)
+        ]
+        stale = [
+            AssignmentFactory(paper=paper, topic=agents, source=RULE) for paper in new[: count // 2]
+        ]
+        with CaptureQueriesContext(connection) as context:
+            papers_tag(paper_ids=[paper.pk for paper in new])
+        assert Assignment.objects.filter(paper__in=new, source=CLASSIFIER).count() == count
+        assert not Assignment.objects.filter(pk__in=[a.pk for a in stale], source=RULE).exists()
+        return len(context.captured_queries)
+
+    assert queries_for(2) == queries_for(20)
+
+
+# --- training --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def labelled(categories, settings):
+    """Two topics with rules, enough rule labels for a model each (min_positives 5 here)."""
+    settings.TOPICS_CLASSIFIER_MIN_POSITIVES = 5
+    agents = TopicFactory(name="Agents", rule_query="agents")
+    proofs = TopicFactory(name="Proofs", rule_query="proofs")
+    sparse = TopicFactory(name="Sparse", rule_query="sparse")
+    papers = [
+        PaperFactory(title=f"Language agents plan tasks {n}", abstract="Agents use tools.")
+        for n in range(8)
+    ] + [
+        PaperFactory(title=f"Formal proofs of lemmas {n}", abstract="Proofs in Lean.")
+        for n in range(8)
+    ]
+    papers.append(PaperFactory(title="Sparse matrices", abstract="Sparse solvers."))
+    papers_tag(paper_ids=[paper.pk for paper in papers])
+    return {"agents": agents, "proofs": proofs, "sparse": sparse, "papers": papers}
+
+
+def test_classifier_train_stores_an_active_version_with_its_metrics(
+    labelled, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        stored = classifier_train(apply=False)
+
+    assert not callbacks
+    stored.refresh_from_db()
+    assert (stored.version, stored.active, stored.topic_count) == (1, True, 2)
+    assert stored.label_count == 17
+    topics = stored.metrics["topics"]
+    assert topics[str(labelled["agents"].pk)]["status"] == "trained"
+    assert topics[str(labelled["agents"].pk)]["name"] == "Agents"
+    assert topics[str(labelled["agents"].pk)]["positives"] == 8
+    assert topics[str(labelled["sparse"].pk)]["status"] == "too few positives"
+    assert (stored.metrics["trained"], stored.metrics["fallback"]) == (2, 1)
+    assert stored.metrics["papers"] == 17
+    loaded = TopicClassifier.loads(stored.artifact)
+    assert set(loaded.topic_ids.tolist()) == {labelled["agents"].pk, labelled["proofs"].pk}
+
+
+def test_retraining_activates_the_new_version_and_keeps_the_newest(labelled, settings):
+    settings.TOPICS_CLASSIFIER_KEEP_VERSIONS = 2
+    versions = [classifier_train(apply=False).version for _ in range(3)]
+
+    assert versions == [1, 2, 3]
+    assert list(ClassifierModel.objects.values_list("version", "active")) == [
+        (3, True),
+        (2, False),
+    ]
+
+
+def test_classifier_train_applies_the_new_version_to_every_paper_on_commit(
+    labelled, django_capture_on_commit_callbacks
+):
+    unlabelled = PaperFactory(title="Agents everywhere", abstract="More agents and tools.")
+    with django_capture_on_commit_callbacks(execute=True):
+        classifier_train()
+
+    assert Assignment.objects.filter(paper=unlabelled, topic=labelled["agents"]).exists()
+    machine = Assignment.objects.get(paper=unlabelled, topic=labelled["agents"])
+    assert machine.source == RULE  # the rule matches "agents": a rule match wins
+    assert classifier_module._loaded is not None
+
+
+def test_classifier_apply_queues_tagging_of_every_paper_in_chunks(
+    labelled, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        result = classifier_apply()
+    assert (result.papers, result.chunks) == (17, 1)
+    assert len(callbacks) == 1
+    assert classifier_apply(paper_ids=[labelled["papers"][0].pk]).papers == 1
+
+
+def test_training_labels_weigh_curator_decisions_and_skip_related_topics(labelled, settings):
+    settings.TOPICS_CLASSIFIER_CURATOR_WEIGHT = 7.0
+    agents, proofs = labelled["agents"], labelled["proofs"]
+    child = TopicFactory(name="Planning agents", parent=agents)
+    papers = labelled["papers"]
+    curator = UserFactory()
+    # A curator rejects a rule assignment, and places a proofs paper in Agents' child.
+    rejection = Assignment.objects.get(paper=papers[0], topic=agents)
+    rejection.state, rejection.decided_by, rejection.decided_at = REJECTED, curator, timezone.now()
+    rejection.save()
+    AssignmentFactory(
+        paper=papers[8],
+        topic=child,
+        source=Assignment.Source.CURATOR,
+        score=None,
+        decided_by=curator,
+        decided_at=timezone.now(),
+    )
+    # The classifier's own and pending assignments are no labels.
+    AssignmentFactory(paper=papers[9], topic=agents, source=CLASSIFIER, score=0.9)
+    AssignmentFactory(paper=papers[16], topic=proofs, source=CLASSIFIER, state=PENDING, score=0.7)
+
+    training = services._training_set(classifier_settings())
+
+    row_of = {paper.pk: row for row, paper in enumerate(sorted(papers, key=lambda p: p.pk))}
+    examples = training.examples[agents.pk]
+    by_row = {
+        int(row): (bool(label), float(weight))
+        for row, label, weight in zip(examples.rows, examples.labels, examples.weights, strict=True)
+    }
+    assert by_row[row_of[papers[0].pk]] == (False, 7.0)  # the curator's rejection
+    assert by_row[row_of[papers[1].pk]] == (True, 1.0)  # a rule label
+    assert by_row[row_of[papers[12].pk]] == (False, 1.0)  # another topic's paper
+    # In Agents' child, so no negative of Agents; placed by the classifier: no label.
+    assert row_of[papers[8].pk] not in by_row
+    assert row_of[papers[9].pk] not in by_row
+    assert training.examples[child.pk].labels.tolist() == [True]
+    assert training.examples[child.pk].weights.tolist() == [7.0]
+    # The pending assignment is no label of Proofs, and its paper no negative there either.
+    proofs_rows = dict(
+        zip(
+            training.examples[proofs.pk].rows.tolist(),
+            training.examples[proofs.pk].labels.tolist(),
+            strict=True,
+        )
+    )
+    assert row_of[papers[16].pk] not in proofs_rows
+    assert proofs_rows[row_of[papers[10].pk]] is True
+    assert training.label_count == 17 + 1  # the rejection replaced a label; one added
+
+
+def test_training_ignores_inactive_topics(labelled):
+    Topic.objects.filter(pk=labelled["proofs"].pk).update(active=False)
+
+    training = services._training_set(classifier_settings())
+
+    assert labelled["proofs"].pk not in training.examples
+    assert len(training.texts) == 9  # the papers with a label on an active topic
+
+
+# --- the retrain task and command ------------------------------------------------------------
+
+
+def test_retrain_task_trains_once_at_a_time(labelled):
+    cache.add(RETRAIN_LOCK_KEY, "running", 60)
+    assert retrain_classifier.delay().get() is None
+    assert not ClassifierModel.objects.exists()
+
+    cache.delete(RETRAIN_LOCK_KEY)
+    assert retrain_classifier.delay().get() == 1
+    assert ClassifierModel.objects.get().active
+    assert cache.get(RETRAIN_LOCK_KEY) is None
+
+
+def test_retrain_task_releases_the_lock_when_training_fails(labelled, settings):
+    settings.TOPICS_CLASSIFIER_TARGET_PRECISION = 2
+    with pytest.raises(Exception, match="TOPICS_CLASSIFIER_TARGET_PRECISION"):
+        retrain_classifier.delay()
+    assert cache.get(RETRAIN_LOCK_KEY) is None
+
+
+def test_retrain_command_prints_the_new_version(labelled, django_capture_on_commit_callbacks):
+    out = StringIO()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("retrain", "--sync", "--no-apply", verbosity=2, stdout=out)
+    output = out.getvalue()
+    assert "Classifier v1: 2 topics with a model, 1 fall back to their rules" in output
+    assert "trained on 17 papers, 17 labels." in output
+    assert "  Sparse: too few positives, 1 positives" in output
+    assert "  Agents: trained, 8 positives, threshold" in output
+
+    out = StringIO()
+    call_command("retrain", stdout=out)
+    assert "Classifier v2:" in out.getvalue()
+
+
+def test_retrain_command_refuses_no_apply_without_sync():
+    with pytest.raises(CommandError, match="--no-apply only works with --sync"):
+        call_command("retrain", "--no-apply")
+
+
+def test_the_nightly_retrain_schedule_migration(transactional_db):
+    migration = importlib.import_module("topics.migrations.0003_retrain_schedule")
+    schema_editor = type("SchemaEditor", (), {"connection": connection})()
+    PeriodicTask.objects.filter(name=migration.TASK_NAME).delete()
+
+    migration.retrain_schedule_create(django_apps, schema_editor)
+    migration.retrain_schedule_create(django_apps, schema_editor)  # a second run adds nothing
+
+    task = PeriodicTask.objects.get(name=migration.TASK_NAME)
+    assert task.task == "topics.tasks.retrain_classifier" == retrain_classifier.name
+    assert (task.crontab.minute, task.crontab.hour, str(task.crontab.timezone)) == (
+        "30",
+        "3",
+        "UTC",
+    )
+    assert task.enabled
+
+    migration.retrain_schedule_delete(django_apps, schema_editor)
+    assert not PeriodicTask.objects.filter(name=migration.TASK_NAME).exists()
+
+
+# --- the rule index ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ('"GUI agents" OR RLVR', ({"gui", "agents"}, {"rlvr"})),
+        ('"Self-Improving Agents"', ({"self", "improving", "agents"},)),
+        ('"c++" OR gpt-4', ({"c"}, {"gpt", "4"})),
+        ("agents tools", None),  # AND
+        ("agents AND tools", None),
+        ("agents OR NOT tools", None),
+        ("-agents", None),
+        ("agent*", None),
+        ('("GUI agents" OR tools)', None),
+        ('"++"', None),
+    ],
+)
+def test_rule_terms_are_the_word_runs_every_match_contains(query, expected):
+    terms = services._rule_terms(query)
+    assert terms == (None if expected is None else tuple(frozenset(t) for t in expected))
+
+
+def test_the_rule_index_finds_what_trying_every_rule_finds(categories, monkeypatch):
+    """With many keyword rules tagging looks rules up by the papers' words: the same
+    assignments as trying every rule on every paper."""
+    call_command("import_openalex_topics", "--field", "Computer Science", stdout=StringIO())
+    for name, query in [
+        ("Hyphens", '"self-improving agents" OR "part-of-speech tagging"'),
+        ("Punctuation", '"c++" OR gpt-4 OR "(ALD)"'),
+        ("Prefix", "agent*"),
+        ("Negation", "NOT physics"),
+        ("Both", "language models"),
+        ("Unicode", '"Straße" OR naïve'),
+    ]:
+        TopicFactory(name=name, rule_query=query)
+    reference = json.loads(REFERENCE_PAGE.read_text(encoding="utf-8"))
+    papers = [
+        PaperFactory(title=paper["title"], abstract=paper["abstract"])
+        for paper in reference["papers"]
+    ] + [
+        PaperFactory(title="Self-improving agents write C++", abstract="With GPT-4 and (ALD)."),
+        PaperFactory(title="Part-of-speech tagging", abstract="A naïve tagger for STRASSE."),
+        PaperFactory(title="Neural networks", abstract="Deep learning and machine learning."),
+    ]
+    paper_ids = [paper.pk for paper in papers]
+
+    monkeypatch.setattr(services, "RULE_INDEX_MIN_RULES", 10**9)
+    assert services._tagger().rule_index is None
+    papers_tag(paper_ids=paper_ids)
+    every_rule = pairs()
+    Assignment.objects.all().delete()
+
+    monkeypatch.setattr(services, "RULE_INDEX_MIN_RULES", 1)
+    assert services._tagger().rule_index is not None
+    papers_tag(paper_ids=paper_ids)
+
+    assert pairs() == every_rule
+    names = {name for _, name in every_rule}
+    assert {"Hyphens", "Punctuation", "Prefix", "Negation", "Both", "Unicode"} <= names
+    assert len(names) > 10  # OpenAlex topics matched too
