@@ -26,7 +26,7 @@ from functools import partial
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import (
     BooleanField,
     Case,
@@ -216,43 +216,83 @@ def _after_commit_invalidate(topic_ids: Iterable[int]) -> None:
         transaction.on_commit(partial(_topic_caches_invalidate, topic_ids))
 
 
+def _assignment_store(
+    *, paper_id: int, topic_id: int, pk: int | None, values: dict, create_values: dict
+) -> Assignment:
+    """Inside a transaction: lock the assignment ``pk`` (or, when it is gone, the one for
+    ``(paper_id, topic_id)``), set ``values`` and save; when there is none, insert one with
+    ``create_values`` and ``values``. An insert that loses a race to a concurrent insert of
+    the pair (tagging, another curator) locks and updates that row instead. Returns the stored
+    row. Simple-history records the change as usual."""
+    locked = Assignment.objects.select_for_update()
+    row = locked.filter(pk=pk).first() if pk is not None else None
+    if row is None:
+        row = locked.filter(paper_id=paper_id, topic_id=topic_id).first()
+    if row is None:
+        try:
+            with transaction.atomic():
+                return Assignment.objects.create(
+                    paper_id=paper_id, topic_id=topic_id, **{**create_values, **values}
+                )
+        except IntegrityError:
+            row = locked.filter(paper_id=paper_id, topic_id=topic_id).first()
+            if row is None:
+                raise
+    for name, value in values.items():
+        setattr(row, name, value)
+    row.save(update_fields=[*values, "updated_at"])
+    return row
+
+
 def assignment_decide(*, assignment: Assignment, state: str, user) -> Assignment:
     """Record a curator decision: set ``state`` (``"accepted"``/``"rejected"``) and mark the
     assignment decided by ``user`` now. From then on re-tagging leaves it alone.
 
-    The source (rule, classifier, import ...) is kept, so it stays visible where the assignment
-    came from. Returns the assignment. Raises ``ValueError`` for an unknown state.
+    The source (rule, classifier, import ...) and score are kept, so it stays visible where
+    the assignment came from. The stored row is locked first; when re-tagging removed it
+    since ``assignment`` was read, the decision is recorded anyway: the (paper, topic)
+    assignment is created again with the decision and the source and score of ``assignment``.
+    Returns the stored assignment (``assignment`` itself is brought up to date too, its pk
+    included). Raises ``ValueError`` for an unknown state.
     """
     if state not in Assignment.State.values:
         raise ValueError(
             f"Unknown assignment state {state!r}; use one of {Assignment.State.values}."
         )
     with transaction.atomic():
-        assignment.state = state
-        assignment.decided_by = user
-        assignment.decided_at = timezone.now()
-        assignment.save(update_fields=["state", "decided_by", "decided_at", "updated_at"])
-        _after_commit_invalidate([assignment.topic_id])
-    return assignment
+        stored = _assignment_store(
+            paper_id=assignment.paper_id,
+            topic_id=assignment.topic_id,
+            pk=assignment.pk,
+            values={"state": state, "decided_by": user, "decided_at": timezone.now()},
+            create_values={"source": assignment.source, "score": assignment.score},
+        )
+        _after_commit_invalidate([stored.topic_id])
+    for name in ("pk", "source", "score", "state", "decided_by", "decided_at", "updated_at"):
+        setattr(assignment, name, getattr(stored, name))
+    return stored
 
 
 def assignment_add(*, paper: Paper, topic: Topic, user) -> Assignment:
     """Place ``paper`` in ``topic`` as a curator: source curator, accepted, decided by ``user``.
 
     An existing assignment for the pair (machine-made or decided) becomes this curator
-    assignment. Returns it.
+    assignment; it is locked first, and an insert that races with tagging's insert of the pair
+    turns that row into the curator's, so the curator's row always stands. Returns it.
     """
     with transaction.atomic():
-        assignment, _ = Assignment.objects.update_or_create(
-            paper=paper,
-            topic=topic,
-            defaults={
+        assignment = _assignment_store(
+            paper_id=paper.pk,
+            topic_id=topic.pk,
+            pk=None,
+            values={
                 "source": Assignment.Source.CURATOR,
                 "state": Assignment.State.ACCEPTED,
                 "score": None,
                 "decided_by": user,
                 "decided_at": timezone.now(),
             },
+            create_values={},
         )
         _after_commit_invalidate([topic.pk])
     return assignment
@@ -1106,6 +1146,13 @@ class _ReferencePage:
     papers: list[_ReferencePaper] = field(default_factory=list)
 
 
+def _reference_slug(name: str) -> str:
+    """``slugify(name)``; for a name with no Latin letter or digit (``中文主题``, ``!!!``), whose
+    slug would be empty, ``topic-`` and the first 8 hex digits of the SHA-256 of the name, the
+    same on every import (``Topic.slug`` holds ASCII only)."""
+    return slugify(name) or "topic-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+
+
 def reference_import_key(title: str) -> str:
     """``Paper.import_key`` of a reference-page paper: ``"reference:"`` and the first 24 hex
     digits of the SHA-256 of the title (whitespace collapsed, case folded), so the same paper
@@ -1114,7 +1161,32 @@ def reference_import_key(title: str) -> str:
     return REFERENCE_IMPORT_PREFIX + hashlib.sha256(normal.encode("utf-8")).hexdigest()[:24]
 
 
-def _require(mapping: object, key: str, kind: type | tuple[type, ...], where: str):
+# The largest count a PositiveIntegerField holds on every supported database.
+_MAX_COUNT = 2_147_483_647
+
+
+def _max_length(model, field_name: str) -> int:
+    return model._meta.get_field(field_name).max_length
+
+
+def _check_text(value: str, where: str, max_length: int | None = None) -> str:
+    """``value``, or ReferencePageError for a NUL character (PostgreSQL text cannot hold one)
+    or more than ``max_length`` characters (the column's size) once stripped."""
+    if "\x00" in value:
+        raise ReferencePageError(f"{where}: contains a NUL character")
+    if max_length is not None and len(value.strip()) > max_length:
+        raise ReferencePageError(f"{where}: longer than {max_length} characters")
+    return value
+
+
+def _require(
+    mapping: object,
+    key: str,
+    kind: type | tuple[type, ...],
+    where: str,
+    *,
+    max_length: int | None = None,
+):
     if not isinstance(mapping, dict):
         raise ReferencePageError(f"{where}: expected an object")
     if key not in mapping:
@@ -1124,32 +1196,48 @@ def _require(mapping: object, key: str, kind: type | tuple[type, ...], where: st
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
         expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
         raise ReferencePageError(f"{where}.{key}: expected {expected}, got {value!r}")
+    if isinstance(value, str):
+        _check_text(value, f"{where}.{key}", max_length)
     return value
 
 
-def _require_names(mapping: dict, key: str, where: str) -> list[str]:
+def _require_names(
+    mapping: dict, key: str, where: str, *, max_length: int | None = None
+) -> list[str]:
     values = _require(mapping, key, list, where)
     for position, value in enumerate(values):
         if not isinstance(value, str) or not value.strip():
             raise ReferencePageError(f"{where}.{key}[{position}]: expected a name, got {value!r}")
+        _check_text(value, f"{where}.{key}[{position}]", max_length)
     return [value.strip() for value in values]
 
 
-def _require_count(mapping: dict, key: str, where: str) -> int:
+def _require_count(mapping: dict, key: str, where: str, *, shown: int = 0) -> int:
+    """A count of names not shown; with the ``shown`` ones it must fit a count column."""
     value = _require(mapping, key, int, where)
     if value < 0:
         raise ReferencePageError(f"{where}.{key}: expected a count, got {value!r}")
+    if shown + value > _MAX_COUNT:
+        raise ReferencePageError(
+            f"{where}.{key}: {value} is too large (shown and more together at most {_MAX_COUNT})"
+        )
     return value
 
 
 def _reference_page_parse(data: object) -> _ReferencePage:
-    """Check the whole document before anything is written; raise ReferencePageError."""
+    """Check the whole document before anything is written: types, NUL characters, lengths
+    against the columns that store them, counts against the count columns; raise
+    ReferencePageError naming the place. A paper's repeated affiliation is kept once, at its
+    first position."""
+    topic_length = _max_length(Topic, "name")
     topic = _require(data, "topic", dict, "document")
-    topic_name = _require(topic, "name", str, "topic").strip()
+    topic_name = _require(topic, "name", str, "topic", max_length=topic_length).strip()
     parent = _require(topic, "parent", dict, "topic")
-    parent_name = _require(parent, "name", str, "topic.parent").strip()
-    parent_short_name = _require(parent, "abbreviation", str, "topic.parent").strip()
-    vocabulary = _require_names(data, "topic_vocabulary", "document")
+    parent_name = _require(parent, "name", str, "topic.parent", max_length=topic_length).strip()
+    parent_short_name = _require(
+        parent, "abbreviation", str, "topic.parent", max_length=_max_length(Topic, "short_name")
+    ).strip()
+    vocabulary = _require_names(data, "topic_vocabulary", "document", max_length=topic_length)
     if topic_name not in vocabulary:
         raise ReferencePageError(f"topic.name: {topic_name!r} is not in topic_vocabulary")
     known_topics = set(vocabulary)
@@ -1178,6 +1266,17 @@ def _reference_page_parse(data: object) -> _ReferencePage:
                 raise ReferencePageError(
                     f"{where}.topics[{position}]: {name!r} is not in topic_vocabulary"
                 )
+        authors = _require_names(
+            raw, "authors_shown", where, max_length=_max_length(Author, "name")
+        )
+        # PaperAffiliation holds an affiliation once per paper: the first position wins.
+        affiliations = list(
+            dict.fromkeys(
+                _require_names(
+                    raw, "affiliations_shown", where, max_length=_max_length(Affiliation, "name")
+                )
+            )
+        )
         papers.append(
             _ReferencePaper(
                 index=index,
@@ -1185,10 +1284,12 @@ def _reference_page_parse(data: object) -> _ReferencePage:
                 primary_category=_require(raw, "primary_category", str, where).strip(),
                 title=title,
                 abstract=_require(raw, "abstract", str, where).strip(),
-                authors_shown=_require_names(raw, "authors_shown", where),
-                authors_more=_require_count(raw, "authors_more", where),
-                affiliations_shown=_require_names(raw, "affiliations_shown", where),
-                affiliations_more=_require_count(raw, "affiliations_more", where),
+                authors_shown=authors,
+                authors_more=_require_count(raw, "authors_more", where, shown=len(authors)),
+                affiliations_shown=affiliations,
+                affiliations_more=_require_count(
+                    raw, "affiliations_more", where, shown=len(affiliations)
+                ),
                 topics=list(dict.fromkeys(topics)),
             )
         )
@@ -1280,7 +1381,8 @@ def reference_page_import(*, data: dict) -> ImportResult:
 
     - the parent topic (``short_name`` from ``topic.parent.abbreviation``, slug from it) and
       the page topic under it; every other ``topic_vocabulary`` name as a root topic (slug
-      ``slugify(name)``) unless a topic with that slug exists, which is then left where it is;
+      ``slugify(name)``, or ``topic-<8 hex digits of its SHA-256>`` for a name with no Latin
+      letter or digit) unless a topic with that slug exists, which is then left where it is;
     - each paper as one ``Paper`` keyed by :func:`reference_import_key` (it has no arXiv
       identifier): ``submitted`` = ``published``, primary category, title, abstract, the shown
       authors (``Authorship``) and affiliations (``PaperAffiliation``) in order,
@@ -1288,7 +1390,9 @@ def reference_page_import(*, data: dict) -> ImportResult:
     - each paper's topics as accepted ``import`` assignments (score ``None``); an ``import``
       assignment the data no longer lists is removed. Curator decisions are left alone.
 
-    Importing the same data again writes nothing. Returns an :class:`ImportResult`.
+    Importing the same data again writes nothing; concurrent imports run one after the other
+    (a PostgreSQL advisory lock), so the later ones find everything imported. Returns an
+    :class:`ImportResult`.
     Raises :class:`ReferencePageError` naming the paper index and field for malformed data, or
     the category codes missing from the database (``load_categories`` not run); nothing is
     written then.
@@ -1296,11 +1400,12 @@ def reference_page_import(*, data: dict) -> ImportResult:
     page = _reference_page_parse(data)
     result = ImportResult()
     with transaction.atomic():
+        _reference_import_lock()
         categories = _reference_categories(page)
         parent = _topic_ensure(
             result,
             name=page.parent_name,
-            slug=slugify(page.parent_short_name or page.parent_name),
+            slug=_reference_slug(page.parent_short_name or page.parent_name),
             parent=None,
             short_name=page.parent_short_name,
             enforce=True,
@@ -1309,7 +1414,7 @@ def reference_page_import(*, data: dict) -> ImportResult:
             page.topic_name: _topic_ensure(
                 result,
                 name=page.topic_name,
-                slug=slugify(page.topic_name),
+                slug=_reference_slug(page.topic_name),
                 parent=parent,
                 enforce=True,
             )
@@ -1317,7 +1422,7 @@ def reference_page_import(*, data: dict) -> ImportResult:
         for name in page.vocabulary:
             if name not in topics:
                 topics[name] = _topic_ensure(
-                    result, name=name, slug=slugify(name), parent=None, enforce=False
+                    result, name=name, slug=_reference_slug(name), parent=None, enforce=False
                 )
 
         author_ids = _names_ensure(Author, (n for p in page.papers for n in p.authors_shown))
@@ -1355,6 +1460,20 @@ def reference_page_import(*, data: dict) -> ImportResult:
     return result
 
 
+# pg_advisory_xact_lock key of the reference-page import: "topicref" in ASCII, a bigint.
+REFERENCE_IMPORT_LOCK = 0x746F7069_63726566
+
+
+def _reference_import_lock() -> None:
+    """One import at a time: on PostgreSQL, a transaction-scoped advisory lock taken before the
+    first read, so a concurrent import waits for this one to commit and then finds everything
+    imported (without it, both create the same topics and one dies on the unique slug).
+    SQLite serialises writers already."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [REFERENCE_IMPORT_LOCK])
+
+
 def _reference_paper_upsert(
     paper: Paper | None, *, key: str, item: _ReferencePaper, category: Category
 ) -> tuple[Paper, bool]:
@@ -1386,20 +1505,29 @@ def _reference_assignments_sync(
     existing = {
         (a.paper_id, a.topic_id): a
         for a in Assignment.objects.filter(paper_id__in=paper_ids).only(
-            "pk", "paper_id", "topic_id", "source", "state", "score", "decided_by_id"
+            "pk", "paper_id", "topic_id", "source", "state", "score", "decided_by_id", "decided_at"
         )
     }
+    # A curator decision (a decider, or a decision time whose curator account is gone) is
+    # never changed or removed, here nor in the guarded writes below.
+    undecided = Q(decided_by__isnull=True, decided_at__isnull=True)
     imported = (Assignment.Source.IMPORT, Assignment.State.ACCEPTED, None)
     to_create = [key for key in wanted if key not in existing]
     to_update = [
         a
         for key, a in existing.items()
-        if key in wanted and a.decided_by_id is None and (a.source, a.state, a.score) != imported
+        if key in wanted
+        and a.decided_by_id is None
+        and a.decided_at is None
+        and (a.source, a.state, a.score) != imported
     ]
     to_delete = [
         a
         for key, a in existing.items()
-        if key not in wanted and a.decided_by_id is None and a.source == Assignment.Source.IMPORT
+        if key not in wanted
+        and a.decided_by_id is None
+        and a.decided_at is None
+        and a.source == Assignment.Source.IMPORT
     ]
     Assignment.objects.bulk_create(
         [
@@ -1415,17 +1543,24 @@ def _reference_assignments_sync(
     )
     result.assignments_created = len(to_create)
     result.assignments_updated = Assignment.objects.filter(
-        pk__in=[a.pk for a in to_update], decided_by__isnull=True
+        undecided, pk__in=[a.pk for a in to_update]
     ).update(
         source=Assignment.Source.IMPORT,
         state=Assignment.State.ACCEPTED,
         score=None,
         updated_at=timezone.now(),
     )
+    # QuerySet.delete() reads the rows, then deletes them by pk alone (simple-history's
+    # receivers need the rows): lock them with the guard first, so a decision cannot come in
+    # between; a decision committed meanwhile makes the locking read skip its row.
+    doomed = list(
+        Assignment.objects.select_for_update()
+        .filter(undecided, pk__in=[a.pk for a in to_delete], source=Assignment.Source.IMPORT)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
     result.assignments_removed = (
-        Assignment.objects.filter(pk__in=[a.pk for a in to_delete], decided_by__isnull=True)
-        .delete()[1]
-        .get(Assignment._meta.label, 0)
+        Assignment.objects.filter(pk__in=doomed).delete()[1].get(Assignment._meta.label, 0)
     )
     _after_commit_invalidate(
         {topic_id for _, topic_id in to_create} | {a.topic_id for a in to_update + to_delete}

@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('topics', '0003_curators_group'),
-        ('topics', '0003_retrain_schedule'),
+        ("topics", "0003_curators_group"),
+        ("topics", "0003_retrain_schedule"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -489,3 +489,119 @@ def test_tag_refuses_bad_arguments(args, message):
 def test_tag_tasks_go_to_the_tag_queue():
     route = celery_app.amqp.router.route({}, "topics.tasks.tag_papers")
     assert route["queue"].name == "tag"
+
+
+# --- import_reference_page: hostile data ----------------------------------------------------
+
+
+def _set_author(d, name):
+    d["papers"][2]["authors_shown"][1] = name
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda d: _set_author(d, "A" * 301),
+            "papers[2].authors_shown[1]: longer than 300 characters",
+        ),
+        (
+            lambda d: d["papers"][3]["affiliations_shown"].__setitem__(0, "U" * 501),
+            "papers[3].affiliations_shown[0]: longer than 500 characters",
+        ),
+        (
+            lambda d: d["papers"][4].update(authors_more=10**12),
+            "papers[4].authors_more: 1000000000000 is too large (shown and more together "
+            "at most 2147483647)",
+        ),
+        (
+            lambda d: d["papers"][5].update(title="A title\x00with a NUL"),
+            "papers[5].title: contains a NUL character",
+        ),
+        (
+            lambda d: d["papers"][5].update(abstract="An abstract\x00"),
+            "papers[5].abstract: contains a NUL character",
+        ),
+        (
+            lambda d: _set_author(d, "Ada\x00Lovelace"),
+            "papers[2].authors_shown[1]: contains a NUL character",
+        ),
+        (
+            lambda d: d["topic_vocabulary"].append("T" * 201),
+            "document.topic_vocabulary[58]: longer than 200 characters",
+        ),
+        (
+            lambda d: d["topic"]["parent"].update(abbreviation="L" * 33),
+            "topic.parent.abbreviation: longer than 32 characters",
+        ),
+        (
+            lambda d: d["topic"]["parent"].update(name="P" * 201),
+            "topic.parent.name: longer than 200 characters",
+        ),
+    ],
+)
+def test_oversized_or_out_of_range_data_names_the_paper_and_field_and_writes_nothing(
+    categories, tmp_path, change, expected
+):
+    data = copy.deepcopy(REFERENCE)
+    change(data)
+    path = write_json(tmp_path, data)
+    before = database_state()
+
+    with pytest.raises(CommandError) as caught:
+        run("import_reference_page", str(path))
+
+    assert str(caught.value) == f"{path}: {expected}"
+    assert database_state() == before
+
+
+def test_json_nested_too_deeply_is_a_command_error_naming_the_file(categories, tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    before = database_state()
+
+    with pytest.raises(CommandError) as caught:
+        run("import_reference_page", str(path))
+
+    assert str(caught.value) == f"{path}: JSON nested too deeply to read"
+    assert database_state() == before
+
+
+def test_a_repeated_affiliation_is_stored_once_at_its_first_position(categories, tmp_path):
+    data = copy.deepcopy(REFERENCE)
+    item = data["papers"][0]
+    first, second = item["affiliations_shown"][:2]
+    item["affiliations_shown"] = [first, second, first]
+    path = write_json(tmp_path, data)
+
+    run("import_reference_page", str(path))
+
+    paper = Paper.objects.get(title=item["title"])
+    assert list(
+        paper.paper_affiliations.order_by("position").values_list("affiliation__name", "position")
+    ) == [(first, 0), (second, 1)]
+    assert paper.affiliation_count == 2 + item["affiliations_more"]
+    before = database_state()
+    assert "Papers: 0 created, 0 updated, 30 unchanged" in run("import_reference_page", str(path))
+    assert database_state() == before
+
+
+def test_topic_names_without_latin_letters_import_with_stable_slugs(categories, tmp_path):
+    data = copy.deepcopy(REFERENCE)
+    data["topic_vocabulary"] += ["中文主题", "!!!", "Ünïcödé Tópic"]
+    data["papers"][1]["topics"] += ["中文主题", "!!!", "Ünïcödé Tópic"]
+    path = write_json(tmp_path, data)
+
+    run("import_reference_page", str(path))
+
+    chinese = Topic.objects.get(name="中文主题")
+    bangs = Topic.objects.get(name="!!!")
+    assert chinese.slug.startswith("topic-") and len(chinese.slug) == len("topic-") + 8
+    assert bangs.slug.startswith("topic-") and bangs.slug != chinese.slug
+    assert Topic.objects.get(name="Ünïcödé Tópic").slug == "unicode-topic"
+    paper = Paper.objects.get(title=data["papers"][1]["title"])
+    assert {"中文主题", "!!!"} <= set(paper.assignments.values_list("topic__name", flat=True))
+    before = database_state()
+    output = run("import_reference_page", str(path))
+    assert "Topics: 0 created, 0 updated" in output
+    assert database_state() == before

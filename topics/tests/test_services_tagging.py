@@ -961,3 +961,42 @@ def test_the_rule_index_finds_what_trying_every_rule_finds(categories, monkeypat
     names = {name for _, name in every_rule}
     assert {"Hyphens", "Punctuation", "Prefix", "Negation", "Both", "Unicode"} <= names
     assert len(names) > 10  # OpenAlex topics matched too
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_curator_accepting_in_another_connection_while_tagging_deletes_wins(library, write_path):
+    """The rule stops matching and tagging is about to delete the machine assignment when a
+    curator, on another connection, accepts it: the decision stands, whichever commits first
+    (the guarded DELETE skips a decided row; a row tagging locked first is made again with the
+    decision once tagging commits)."""
+    from topics.tests.test_hardening import finish, run_concurrently
+
+    papers, topics = library
+    doomed = AssignmentFactory(paper=papers["reagents"], topic=topics["RL"], source=RULE)
+    curator = UserFactory()
+    threads = []
+
+    def decide_first(execute, sql, params, many, context):
+        if 'DELETE FROM "topics_assignment"' in sql and not threads:
+            threads.append(
+                run_concurrently(
+                    lambda: services.assignment_decide(
+                        assignment=Assignment.objects.get(pk=doomed.pk),
+                        state=ACCEPTED,
+                        user=curator,
+                    )
+                )
+            )
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(decide_first):
+        papers_tag(paper_ids=[papers["reagents"].pk])
+    assert threads, "tagging deleted nothing"
+    finish(threads[0])
+
+    kept = Assignment.objects.get(paper=papers["reagents"], topic=topics["RL"])
+    assert (kept.source, kept.state, kept.decided_by) == (RULE, ACCEPTED, curator)
+    assert kept.history.latest("history_id").decided_by_id == curator.pk
+    before = Assignment.objects.filter(pk=kept.pk).values().get()
+    papers_tag(paper_ids=[papers["reagents"].pk])
+    assert Assignment.objects.filter(pk=kept.pk).values().get() == before

@@ -13,9 +13,10 @@ DEFAULT_PATH = Path(__file__).resolve().parents[2] / "data" / "llm-agent-trainin
 class Command(BaseCommand):
     """Thin wrapper over ``topics.services.reference_page_import``.
 
-    Raises CommandError naming the file for an unreadable file, bad JSON (line and column) or
-    malformed data (paper index and field), and for categories not loaded yet; nothing is
-    written then.
+    Raises CommandError naming the file for an unreadable file, bad JSON (line and column),
+    JSON nested too deeply to read, or malformed data (paper index and field: missing, of the
+    wrong type, too long for its column, holding a NUL character, a count out of range), and
+    for categories not loaded yet; nothing is written then.
     """
 
     help = (
@@ -42,6 +43,9 @@ class Command(BaseCommand):
             ) from None
         except UnicodeDecodeError as error:
             raise CommandError(f"{path}: not UTF-8 text: {error}") from None
+        except RecursionError:
+            # json's decoder recurses once per nested array or object.
+            raise CommandError(f"{path}: JSON nested too deeply to read") from None
         try:
             result = reference_page_import(data=data)
         except ReferencePageError as error:
