@@ -5,8 +5,13 @@
 - :mod:`papers.parsers.atom`: Atom feeds from the arXiv API (``/api/query``);
 - :mod:`papers.parsers.snapshot`: Kaggle ``arxiv-metadata-oai-snapshot.json`` lines.
 
-This module holds what they share: safe XML parsing, date parsing, the withdrawal rule and the
-splitting of arXiv's free-text author lines. Plain Python: nothing here imports Django.
+This module holds what they share: safe XML parsing, date parsing, the withdrawal rule, author
+names in display form and the splitting of arXiv's free-text author lines. Every parser gives
+titles, names and affiliations through :func:`papers.text.readable` (TeX accents read,
+mojibake repaired, formulas untouched) and keeps the title and abstract as received in
+``title_raw``/``abstract_raw``; abstracts get line unwrapping and mojibake repair only (their
+formulas are many, and TeX in them is left for the page to render). Plain Python: nothing here
+imports Django.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import re
+from collections.abc import Iterable
 
 from lxml import etree
 
 from papers.records import AuthorName, ParseError, Version
+from papers.text import readable
 
 __all__ = [
+    "author_name",
     "child_text",
     "int_or_none",
     "is_withdrawal_stub",
@@ -86,14 +94,42 @@ def int_or_none(value: str | None) -> int | None:
         return None
 
 
+# What arXiv writes (``Wed, 23 Jan 2008 21:06:41 GMT``), read without the general parser.
+_ARXIV_DATE = re.compile(
+    r"(?:[A-Z][a-z]{2}, )?(\d{1,2}) ([A-Z][a-z]{2}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) (?:GMT|UTC)"
+)
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
+        start=1,
+    )
+}
+
+
 def parse_rfc2822(text: str) -> dt.datetime:
     """Parse an RFC 2822 date (``"Wed, 23 Jan 2008 21:06:41 GMT"``) to an aware UTC datetime.
 
     Used by arXivRaw ``<version><date>`` and the Kaggle snapshot's ``versions[].created``.
     Raises ``ValueError`` for text that is not such a date.
     """
+    text = text.strip()
+    if (match := _ARXIV_DATE.fullmatch(text)) and match[2] in _MONTHS:
+        day, _, year, hour, minute, second = match.groups()
+        try:
+            return dt.datetime(
+                int(year),
+                _MONTHS[match[2]],
+                int(day),
+                int(hour),
+                int(minute),
+                int(second),
+                tzinfo=dt.UTC,
+            )
+        except ValueError as error:
+            raise ValueError(f"not an RFC 2822 date: {text!r}") from error
     try:
-        parsed = email.utils.parsedate_to_datetime(text.strip())
+        parsed = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError) as error:
         raise ValueError(f"not an RFC 2822 date: {text!r}") from error
     if parsed.tzinfo is None:
@@ -137,7 +173,8 @@ _WITHDRAWN = re.compile(
 
 def says_withdrawn(*texts: str | None) -> bool:
     """True when any of ``texts`` (a comment, an abstract) carries arXiv's withdrawal notice."""
-    return any(text and _WITHDRAWN.search(text) for text in texts)
+    # The substring test first: the pattern is slow to scan a whole abstract with.
+    return any(text and "withdrawn" in text.lower() and _WITHDRAWN.search(text) for text in texts)
 
 
 def is_withdrawal_stub(version: Version) -> bool:
@@ -150,34 +187,76 @@ def is_withdrawal_stub(version: Version) -> bool:
     return "I" in version.source_type or version.size_kb == 0
 
 
+def author_name(
+    name: str | None = None,
+    *,
+    keyname: str = "",
+    forenames: str = "",
+    suffix: str = "",
+    affiliations: Iterable[str] = (),
+) -> AuthorName:
+    """An :class:`AuthorName` in display form, as every parser builds them.
+
+    Each part goes through :func:`papers.text.readable` (``"C. Bal\\'azs"`` -> ``"C. Balázs"``,
+    ``"Dirk WÃ¼bben"`` -> ``"Dirk Wübben"``); without a ``name`` the display name is
+    "Forenames Keyname Suffix". Blank and repeated affiliations are dropped, the order kept.
+    Never raises.
+    """
+    keyname, forenames, suffix = readable(keyname), readable(forenames), readable(suffix)
+    if name is None:
+        name = " ".join(part for part in (forenames, keyname, suffix) if part)
+    else:
+        name = readable(name)
+    return AuthorName(
+        name=name,
+        keyname=keyname,
+        forenames=forenames,
+        suffix=suffix,
+        affiliations=tuple(dict.fromkeys(text for text in map(readable, affiliations) if text))
+        if affiliations
+        else (),
+    )
+
+
 # --- arXiv author lines --------------------------------------------------------------------
 #
 # arXivRaw gives authors as one free-text line, e.g.
 #   "Robert H. Brandenberger (McGill), Keshav Dasgupta (McGill) and Anne-Christine Davis
 #    (DAMTP, Cambridge)"
 #   "Peter Anders (1), Uta Fritze (2) ((1) University Utrecht, (2) University of Hertfordshire)"
+#   "T. Yamazaki, Y. Aoki, …, and J. M. Zanotti, for the RBC and UKQCD Collaborations"
 # The conventions followed here are arXiv's own (arXiv/arxiv-base ``arxiv/authors``): names
 # are separated by commas, colons and "and"/"&" outside parentheses; a parenthesised group
 # right after a name is that author's affiliation, or numbers pointing into a final block of
 # numbered affiliations; an author without an affiliation takes the one of the next author who
 # has one ("A, B (X)" means both at X), except collaboration names; "et al." is dropped.
+# "for the X Collaboration" / "on behalf of the X Collaboration" (in the line or in
+# parentheses after a name) names one collaboration, never an affiliation.
 
 _NAME_SEPARATOR = re.compile(r"\s*[,:;]\s*(?:(?:and|&)\s+)?|\s+(?:and|&)\s+")
 _LEADING_CONJUNCTION = re.compile(r"^(?:and|&)\s+", re.IGNORECASE)
-_ET_AL = re.compile(r"(?:^|\s+)et\.?\s+al\.?$", re.IGNORECASE)
+_ET_AL = re.compile(r"(?:^|\s+)et\.?\s+al\.?$|^(?:and\s+)?others$", re.IGNORECASE)
 _NAME_SUFFIX = re.compile(r"^(?:Jr\.?|Sr\.?|II|III|IV)$")
 _AFFILIATION_NUMBERS = re.compile(r"^\d+(?:\s*(?:,|&|\band\b)\s*\d+)*$", re.IGNORECASE)
 _NUMBERED_AFFILIATION = re.compile(r"\(\s*(\d+)\s*\)\.?")
-_COLLABORATION = re.compile(r"\b(?:collaboration|group|team|consortium)s?\b", re.IGNORECASE)
+_COLLABORATION_WORD = r"\b(?:collaboration|group|team|consorti(?:um|a))s?\b"
+_COLLABORATION = re.compile(_COLLABORATION_WORD, re.IGNORECASE)
+_ON_BEHALF = re.compile(
+    r"(?:^|(?<=[\s,;:]))(?:for|on\s+behalf\s+of)\s+(?:the\s+)?"
+    rf"(?P<name>[^,;:()]*?{_COLLABORATION_WORD})",
+    re.IGNORECASE,
+)
 
 
 def split_author_line(line: str) -> list[AuthorName]:
     """Split an arXiv author line into :class:`AuthorName` objects, in order.
 
-    ``name`` is the name as written (whitespace collapsed, TeX untouched); ``affiliations``
-    holds the affiliations the line gives for that author. ``keyname``/``forenames`` stay
-    empty: the line does not mark them. Never raises; a badly formatted line degrades to
-    fewer or longer names.
+    ``name`` and ``affiliations`` are in display form (see :func:`author_name`: TeX accents
+    read, whitespace collapsed); ``affiliations`` holds the affiliations the line gives for
+    that author, numbered ones resolved. ``keyname``/``forenames`` stay empty: the line does
+    not mark them. Collaborations are authors of their own (``"for the JLQCD Collaboration"``
+    -> ``"JLQCD Collaboration"``), "et al." and "others" are dropped. Never raises; a badly
+    formatted line degrades to fewer or longer names.
     """
     text = " ".join(line.split())
     numbered: dict[str, str] = {}
@@ -189,26 +268,18 @@ def split_author_line(line: str) -> list[AuthorName]:
             inner = content.strip()
             if inner.startswith("("):
                 numbered.update(_numbered_affiliations(inner))
+            elif collaboration := _ON_BEHALF.fullmatch(inner):
+                entries.append((collaboration["name"].strip(), []))
             elif entries and last_piece_is_name:
                 entries[-1][1].append(inner)
             last_piece_is_name = False
             continue
-        pieces = [
-            _LEADING_CONJUNCTION.sub("", piece.strip()) for piece in _NAME_SEPARATOR.split(content)
-        ]
-        previous_is_name = False
-        for piece in pieces:
-            if _NAME_SUFFIX.match(piece) and previous_is_name:
-                # "S. James Gates, Jr.": the suffix belongs to the name before the comma.
-                name, groups = entries[-1]
-                entries[-1] = (f"{name}, {piece}", groups)
-                continue
-            name = _ET_AL.sub("", piece).strip()
-            previous_is_name = bool(name)
-            if name:
-                entries.append((name, []))
-        last_piece = pieces[-1] if pieces else ""
-        last_piece_is_name = bool(last_piece) and not _ET_AL.search(last_piece)
+        for is_collaboration, segment in _collaboration_phrases(content):
+            if is_collaboration:
+                entries.append((segment, []))
+                last_piece_is_name = False
+            elif segment.strip(" ,;:"):
+                last_piece_is_name = _split_names(segment, entries)
 
     authors = [(name, _resolve_affiliations(groups, numbered)) for name, groups in entries]
     inherited: tuple[str, ...] = ()
@@ -218,7 +289,38 @@ def split_author_line(line: str) -> list[AuthorName]:
             inherited = affiliations
         elif inherited and not _COLLABORATION.search(name):
             authors[index] = (name, inherited)
-    return [AuthorName(name=name, affiliations=affiliations) for name, affiliations in authors]
+    return [author_name(name, affiliations=affiliations) for name, affiliations in authors]
+
+
+def _collaboration_phrases(content: str) -> list[tuple[bool, str]]:
+    """Split a run of names around "for the X Collaboration" phrases: (is_collaboration, text)."""
+    segments: list[tuple[bool, str]] = []
+    done = 0
+    for match in _ON_BEHALF.finditer(content):
+        segments += [(False, content[done : match.start()]), (True, match["name"].strip())]
+        done = match.end()
+    segments.append((False, content[done:]))
+    return segments
+
+
+def _split_names(content: str, entries: list[tuple[str, list[str]]]) -> bool:
+    """Append the names of a run of text to ``entries``; True when it ends with a name."""
+    pieces = [
+        _LEADING_CONJUNCTION.sub("", piece.strip()) for piece in _NAME_SEPARATOR.split(content)
+    ]
+    previous_is_name = False
+    for piece in pieces:
+        if _NAME_SUFFIX.match(piece) and previous_is_name:
+            # "S. James Gates, Jr.": the suffix belongs to the name before the comma.
+            name, groups = entries[-1]
+            entries[-1] = (f"{name}, {piece}", groups)
+            continue
+        name = _ET_AL.sub("", piece).strip()
+        previous_is_name = bool(name)
+        if name:
+            entries.append((name, []))
+    last_piece = pieces[-1] if pieces else ""
+    return bool(last_piece) and not _ET_AL.search(last_piece)
 
 
 def _split_parenthesised(text: str) -> list[tuple[bool, str]]:

@@ -18,9 +18,16 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from papers.identifiers import parse_arxiv_id
-from papers.parsers import child_text, int_or_none, parse_iso_datetime, parse_xml, says_withdrawn
+from papers.parsers import (
+    author_name,
+    child_text,
+    int_or_none,
+    parse_iso_datetime,
+    parse_xml,
+    says_withdrawn,
+)
 from papers.records import ArxivRecord, AuthorName, ParseError
-from papers.text import unwrap
+from papers.text import fix_mojibake, readable, unwrap
 
 __all__ = ["AtomPage", "parse_atom_feed"]
 
@@ -117,9 +124,9 @@ def _parse_entry(entry: etree._Element, entry_id: str) -> ArxivRecord:
     comments = unwrap(child_text(entry, f"{{{ARXIV_NS}}}comment"))
     return ArxivRecord(
         arxiv_id=arxiv_id,
-        title=unwrap(title_raw),
+        title=readable(title_raw),
         title_raw=title_raw,
-        abstract=unwrap(abstract_raw),
+        abstract=fix_mojibake(unwrap(abstract_raw)),
         abstract_raw=abstract_raw,
         authors=[_author(author) for author in entry.iterfind(_atom("author"))],
         categories=categories,
@@ -135,12 +142,13 @@ def _parse_entry(entry: etree._Element, entry_id: str) -> ArxivRecord:
 
 
 def _author(element: etree._Element) -> AuthorName:
-    affiliations = tuple(
-        text
-        for affiliation in element.iterfind(f"{{{ARXIV_NS}}}affiliation")
-        if (text := unwrap("".join(affiliation.itertext())))
+    return author_name(
+        child_text(element, _atom("name")),
+        affiliations=[
+            "".join(affiliation.itertext())
+            for affiliation in element.iterfind(f"{{{ARXIV_NS}}}affiliation")
+        ],
     )
-    return AuthorName(name=unwrap(child_text(element, _atom("name"))), affiliations=affiliations)
 
 
 def _atom(tag: str) -> str:

@@ -25,6 +25,7 @@ from lxml import etree
 
 from papers.identifiers import parse_arxiv_id
 from papers.parsers import (
+    author_name,
     child_text,
     int_or_none,
     is_withdrawal_stub,
@@ -37,7 +38,7 @@ from papers.parsers import (
 )
 from papers.records import ArxivRecord, AuthorName, ParseError, Version
 from papers.taxonomy import UnknownCategory, category_for_name, get_category
-from papers.text import unwrap
+from papers.text import fix_mojibake, readable, unwrap
 
 __all__ = ["OaiError", "OaiPage", "parse_oai_page"]
 
@@ -215,9 +216,9 @@ def _parse_arxiv_raw(element: etree._Element) -> ArxivRecord:
     latest = versions[-1]
     return ArxivRecord(
         arxiv_id=arxiv_id,
-        title=unwrap(title_raw),
+        title=readable(title_raw),
         title_raw=title_raw,
-        abstract=unwrap(abstract_raw),
+        abstract=fix_mojibake(unwrap(abstract_raw)),
         abstract_raw=abstract_raw,
         authors=split_author_line(text("authors")),
         categories=text("categories").split(),
@@ -271,9 +272,9 @@ def _parse_arxiv(element: etree._Element) -> ArxivRecord:
     comments = unwrap(text("comments"))
     return ArxivRecord(
         arxiv_id=arxiv_id,
-        title=unwrap(title_raw),
+        title=readable(title_raw),
         title_raw=title_raw,
-        abstract=unwrap(abstract_raw),
+        abstract=fix_mojibake(unwrap(abstract_raw)),
         abstract_raw=abstract_raw,
         authors=[
             _structured_author(author)
@@ -294,20 +295,16 @@ def _parse_arxiv(element: etree._Element) -> ArxivRecord:
 
 def _structured_author(element: etree._Element) -> AuthorName:
     def text(tag: str) -> str:
-        return unwrap(child_text(element, f"{{{ARXIV_NS}}}{tag}"))
+        return child_text(element, f"{{{ARXIV_NS}}}{tag}")
 
     keyname, forenames, suffix = text("keyname"), text("forenames"), text("suffix")
-    affiliations = tuple(
-        unwrap(affiliation.text)
-        for affiliation in element.iterfind(f"{{{ARXIV_NS}}}affiliation")
-        if unwrap(affiliation.text)
-    )
-    return AuthorName(
-        name=" ".join(part for part in (forenames, keyname, suffix) if part),
+    return author_name(
         keyname=keyname,
         forenames=forenames,
         suffix=suffix,
-        affiliations=affiliations,
+        affiliations=[
+            affiliation.text or "" for affiliation in element.iterfind(f"{{{ARXIV_NS}}}affiliation")
+        ],
     )
 
 
@@ -357,9 +354,9 @@ def _parse_oai_dc(element: etree._Element) -> ArxivRecord:
     dates = [parse_iso_date(value) for value in texts("date") if value.strip()]
     return ArxivRecord(
         arxiv_id=arxiv_id,
-        title=unwrap(title_raw),
+        title=readable(title_raw),
         title_raw=title_raw,
-        abstract=unwrap(abstract_raw),
+        abstract=fix_mojibake(unwrap(abstract_raw)),
         abstract_raw=abstract_raw,
         authors=[_dc_creator(creator) for creator in texts("creator") if creator.strip()],
         categories=categories,
@@ -399,17 +396,12 @@ def _dc_creator(creator: str) -> AuthorName:
     keyname, comma, forenames = text.partition(",")
     keyname, forenames = keyname.strip(), forenames.strip()
     if not comma:
-        return AuthorName(name=text, keyname=text)
+        return author_name(text, keyname=text)
     suffix = ""
     head, _, last = keyname.rpartition(" ")
     if head and last in _NAME_SUFFIXES:
         keyname, suffix = head, last
-    return AuthorName(
-        name=" ".join(part for part in (forenames, keyname, suffix) if part),
-        keyname=keyname,
-        forenames=forenames,
-        suffix=suffix,
-    )
+    return author_name(keyname=keyname, forenames=forenames, suffix=suffix)
 
 
 _FORMATS: dict[str, tuple[str, Callable[[etree._Element], ArxivRecord]]] = {

@@ -12,16 +12,25 @@ the latest version: ``updated`` comes from the last entry of ``versions``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
+from email.utils import format_datetime
 from typing import Any
 
 from papers.identifiers import parse_arxiv_id
-from papers.parsers import parse_iso_date, parse_rfc2822, says_withdrawn, split_author_line
+from papers.parsers import (
+    author_name,
+    parse_iso_date,
+    parse_rfc2822,
+    says_withdrawn,
+    split_author_line,
+)
 from papers.records import ArxivRecord, AuthorName, ParseError, Version
-from papers.text import unwrap
+from papers.text import fix_mojibake, readable, unwrap
 
-__all__ = ["iter_snapshot", "parse_snapshot_line"]
+__all__ = ["iter_snapshot", "parse_snapshot_line", "snapshot_line"]
 
 
 def iter_snapshot(
@@ -56,8 +65,11 @@ def parse_snapshot_line(line: str | bytes, *, source: str, line_number: int) -> 
     Versions come from ``versions[].created`` (RFC 2822, aware UTC); ``submitted`` is v1's date
     and ``updated`` the latest version's. Authors come from ``authors_parsed`` entries
     ``[keyname, forenames, suffix, affiliation…]`` with the display name "Forenames Keyname
-    Suffix"; when that field is missing the ``authors`` line is split instead.
-    ``update_date`` goes to ``datestamp``.
+    Suffix"; when that field is missing the ``authors`` line is split instead. Affiliations
+    come from the ``authors`` line when it has parenthesised ones and lists the same authors
+    (Kaggle's ``authors_parsed`` leaves numbered affiliations unresolved, ``"1 and 2"``, or
+    drops them); bare affiliation numbers are never kept. Titles, names and affiliations are
+    in display form (:func:`papers.text.readable`). ``update_date`` goes to ``datestamp``.
 
     Raises :class:`ParseError` (``record="line N"``, naming ``source``) for invalid JSON, a
     missing ``id`` or ``title``, an invalid id, or malformed versions or dates.
@@ -95,9 +107,9 @@ def _record(data: dict[str, Any]) -> ArxivRecord:
     update_date = _string(data, "update_date").strip()
     return ArxivRecord(
         arxiv_id=arxiv_id,
-        title=unwrap(title_raw),
+        title=readable(title_raw),
         title_raw=title_raw,
-        abstract=unwrap(abstract_raw),
+        abstract=fix_mojibake(unwrap(abstract_raw)),
         abstract_raw=abstract_raw,
         authors=_authors(data),
         categories=_string(data, "categories").split(),
@@ -126,27 +138,49 @@ def _version(entry: dict[str, Any]) -> Version:
 
 
 def _authors(data: dict[str, Any]) -> list[AuthorName]:
+    line = _string(data, "authors")
     parsed = data.get("authors_parsed")
     if not parsed:
-        return split_author_line(_string(data, "authors"))
+        return split_author_line(line)
     authors = []
     for entry in parsed:
         if not isinstance(entry, list):
             raise ValueError(f"authors_parsed entry is not a list: {entry!r}")
-        keyname, forenames, suffix = (unwrap(part) for part in [*entry[:3], "", "", ""][:3])
-        affiliations = tuple(
-            text for text in (unwrap(part) for part in _flatten(entry[3:])) if text
-        )
+        keyname, forenames, suffix = (*map(str, entry[:3]), "", "", "")[:3]
         authors.append(
-            AuthorName(
-                name=" ".join(part for part in (forenames, keyname, suffix) if part),
+            author_name(
                 keyname=keyname,
                 forenames=forenames,
                 suffix=suffix,
-                affiliations=affiliations,
+                affiliations=[
+                    text for text in _flatten(entry[3:]) if not _AFFILIATION_NUMBERS.match(text)
+                ],
             )
         )
+    if "(" in line:
+        from_line = split_author_line(line)
+        if _same_authors(authors, from_line):
+            authors = [
+                dataclasses.replace(author, affiliations=other.affiliations)
+                for author, other in zip(authors, from_line, strict=True)
+            ]
     return authors
+
+
+# "1", "1,2", "1 and 3": references into a numbered list, not affiliations.
+_AFFILIATION_NUMBERS = re.compile(r"^\s*\d+(?:\s*(?:,|&|and)\s*\d+)*\s*$", re.IGNORECASE)
+
+
+def _same_authors(parsed: list[AuthorName], from_line: list[AuthorName]) -> bool:
+    """True when the split ``authors`` line names the ``authors_parsed`` authors, in order."""
+    return len(parsed) == len(from_line) and all(
+        _fold(author.keyname) in _fold(other.name)
+        for author, other in zip(parsed, from_line, strict=True)
+    )
+
+
+def _fold(text: str) -> str:
+    return "".join(text.split()).casefold()
 
 
 def _flatten(values: list[Any]) -> Iterator[str]:
@@ -161,4 +195,77 @@ def _flatten(values: list[Any]) -> Iterator[str]:
 def _string(data: dict[str, Any], key: str) -> str:
     """The field as text; the snapshot writes ``null`` for absent values."""
     value = data.get(key)
+    if type(value) is str:
+        return value
     return "" if value is None else str(value)
+
+
+def snapshot_line(record: ArxivRecord) -> str:
+    """One Kaggle snapshot line (a JSON object, no newline) for ``record``.
+
+    The inverse of :func:`parse_snapshot_line` for what the format can hold: ``title`` and
+    ``abstract`` are the raw texts, ``authors`` is an arXiv author line (each author's
+    affiliation in parentheses, or numbered ones when an author has several),
+    ``authors_parsed`` gives ``[keyname, forenames, suffix, affiliation…]`` (the whole name as
+    keyname when the record does not split it), versions keep their numbers and dates (sizes
+    and source types are not in the format), and ``update_date`` is ``datestamp``. Used to
+    build test and benchmark input from other sources' records, and for exports.
+    """
+    authors_line = _author_line(record.authors)
+    data = {
+        "id": record.arxiv_id,
+        "submitter": record.submitter or None,
+        "authors": authors_line,
+        "title": record.title_raw or record.title,
+        "comments": record.comments or None,
+        "journal-ref": record.journal_ref or None,
+        "doi": record.doi or None,
+        "report-no": record.report_no or None,
+        "categories": " ".join(record.categories),
+        "license": record.license or None,
+        "abstract": record.abstract_raw or record.abstract,
+        "versions": [
+            {
+                "version": f"v{version.number}",
+                "created": format_datetime(version.submitted, usegmt=True)
+                if version.submitted
+                else None,
+            }
+            for version in record.versions
+        ],
+        "update_date": record.datestamp.isoformat() if record.datestamp else None,
+        "authors_parsed": [
+            [
+                author.keyname or author.name,
+                author.forenames if author.keyname else "",
+                author.suffix,
+                *author.affiliations,
+            ]
+            for author in record.authors
+        ],
+    }
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _author_line(authors: list[AuthorName]) -> str:
+    """``"A (X), B (Y)"``, or ``"A (1, 2), B (1) ((1) X, (2) Y)"`` when someone has several."""
+    if all(len(author.affiliations) <= 1 for author in authors):
+        return ", ".join(
+            author.name + "".join(f" ({affiliation})" for affiliation in author.affiliations)
+            for author in authors
+        )
+    numbers: dict[str, int] = {}
+    for author in authors:
+        for affiliation in author.affiliations:
+            numbers.setdefault(affiliation, len(numbers) + 1)
+    names = ", ".join(
+        author.name
+        + (
+            f" ({', '.join(str(numbers[a]) for a in author.affiliations)})"
+            if author.affiliations
+            else ""
+        )
+        for author in authors
+    )
+    listed = ", ".join(f"({number}) {affiliation}" for affiliation, number in numbers.items())
+    return f"{names} ({listed})"

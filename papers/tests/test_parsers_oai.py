@@ -179,8 +179,10 @@ def test_author_line_conventions(raw_records):
     assert names("0801.3687") == ["Isaac Chappell II", "S. James Gates Jr"]
     assert names("0801.3688") == ["E. Fersino", "G. Mussardo", "A. Trombettoni"]
     assert names("0801.3877") == ["CDF Collaboration", "T. Aaltonen"]
-    # TeX stays as written; converting it is a later step.
-    assert names("0801.3713")[2] == "Jean-Claude L\\'eon"
+    # TeX accents become readable text (the raw line is arXiv's: "Jean-Claude L\\'eon").
+    assert names("0801.3713")[2] == "Jean-Claude Léon"
+    assert names("0801.4186")[-1] == "JLQCD Collaboration"
+    assert names("0801.4016")[-1] == "RBC and UKQCD Collaborations"
 
 
 def test_abstract_paragraph_break_is_kept(raw_records):

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from papers.parsers.snapshot import iter_snapshot, parse_snapshot_line
+from papers.parsers import parse_rfc2822
+from papers.parsers.snapshot import iter_snapshot, parse_snapshot_line, snapshot_line
 from papers.records import AuthorName, ParseError, Version
 
 SNAPSHOT = Path(__file__).parent / "data" / "snapshot" / "arxiv-metadata-oai-snapshot_head200.jsonl"
@@ -72,7 +73,7 @@ def test_authors_from_authors_parsed(by_id):
 
 
 def test_fourth_element_is_the_affiliation(records, by_id):
-    assert sum(any(author.affiliations for author in record.authors) for record in records) == 18
+    assert sum(any(author.affiliations for author in record.authors) for record in records) == 23
     assert by_id["0704.0163"].authors[0] == AuthorName(
         name="Peter Brommer",
         keyname="Brommer",
@@ -182,3 +183,39 @@ def test_old_style_id_and_missing_authors_parsed():
         AuthorName(name="Robert H. Brandenberger", affiliations=("McGill",)),
         AuthorName(name="Anne-Christine Davis", affiliations=("DAMTP, Cambridge",)),
     ]
+
+
+def test_parse_error_survives_pickling_as_celery_needs():
+    import pickle
+
+    from papers.records import ParseError
+
+    error = pickle.loads(pickle.dumps(ParseError("bad JSON", source="a.jsonl", record="line 3")))
+
+    assert (error.message, error.source, error.record) == ("bad JSON", "a.jsonl", "line 3")
+    assert str(error) == "a.jsonl, line 3: bad JSON"
+
+
+def test_snapshot_line_round_trips_the_real_records(records):
+    lines = [snapshot_line(record) for record in records]
+    assert list(iter_snapshot((line.encode() for line in lines), source="s")) == records
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Mon, 2 Apr 2007 19:18:42 GMT", dt.datetime(2007, 4, 2, 19, 18, 42, tzinfo=UTC)),
+        ("Wed, 23 Jan 2008 21:06:41 GMT", dt.datetime(2008, 1, 23, 21, 6, 41, tzinfo=UTC)),
+        # Other RFC 2822 spellings go through the general parser.
+        ("23 Jan 2008 22:06:41 +0100", dt.datetime(2008, 1, 23, 21, 6, 41, tzinfo=UTC)),
+        ("Wed, 23 Jan 2008 21:06:41 -0000", dt.datetime(2008, 1, 23, 21, 6, 41, tzinfo=UTC)),
+    ],
+)
+def test_version_dates(text, expected):
+    assert parse_rfc2822(text) == expected
+
+
+@pytest.mark.parametrize("text", ["Fri, 31 Feb 2007 19:18:42 GMT", "yesterday", ""])
+def test_impossible_version_dates_are_refused(text):
+    with pytest.raises(ValueError, match="not an RFC 2822 date"):
+        parse_rfc2822(text)
