@@ -61,10 +61,12 @@ OLD_STYLE_ARCHIVES = frozenset(
     }
 )
 
-_NEW_STYLE = re.compile(r"(?P<yymm>\d{4})\.(?P<number>\d{4,5})(?:v(?P<version>\d+))?")
+# [0-9], not \d: \d also matches Arabic-Indic or fullwidth digits, which would make a second
+# paper for an id that arXiv writes in ASCII.
+_NEW_STYLE = re.compile(r"(?P<yymm>[0-9]{4})\.(?P<number>[0-9]{4,5})(?:v(?P<version>[0-9]+))?")
 _OLD_STYLE = re.compile(
     r"(?P<archive>[a-z]+(?:-[a-z]+)?)(?:\.[A-Za-z][A-Za-z-]*)?"
-    r"/(?P<yymm>\d{4})(?P<number>\d{3})(?:v(?P<version>\d+))?"
+    r"/(?P<yymm>[0-9]{4})(?P<number>[0-9]{3})(?:v(?P<version>[0-9]+))?"
 )
 # Prefixes and URL forms seen in OAI headers, Atom ids, citations and links.
 _PREFIXES = re.compile(

@@ -51,6 +51,7 @@ import json
 import logging
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -936,6 +937,24 @@ class AtomApiSource:
         return missing
 
 
+def _until_truncated(records: Iterator[ArxivRecord], errors: list, source: str):
+    """Yield ``records`` until the file ends; a truncated or corrupt gzip stream stops the
+    reading with a ParseError in ``errors`` instead of losing the records read before it."""
+    count = 0
+    try:
+        for record in records:
+            count += 1
+            yield record
+    except (EOFError, OSError, zlib.error) as error:
+        errors.append(
+            ParseError(
+                f"file ends early or is corrupt: {error}",
+                source=source,
+                record=f"after record {count}",
+            )
+        )
+
+
 class SnapshotSource:
     """A Kaggle-format snapshot file (JSON lines, plain or gzip-compressed), streamed.
 
@@ -960,7 +979,9 @@ class SnapshotSource:
         errors: list[ParseError] = []
         done = 0
         with self._open() as stream:
-            for record in iter_snapshot(stream, source=source, on_error=errors.append):
+            for record in _until_truncated(
+                iter_snapshot(stream, source=source, on_error=errors.append), errors, source
+            ):
                 records.append(record)
                 if len(records) >= self.chunk_size:
                     done += 1

@@ -130,12 +130,13 @@ def parse_rfc2822(text: str) -> dt.datetime:
             raise ValueError(f"not an RFC 2822 date: {text!r}") from error
     try:
         parsed = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError) as error:
+        if parsed.tzinfo is None:
+            # RFC 2822 "-0000" means UTC with unknown local offset.
+            parsed = parsed.replace(tzinfo=dt.UTC)
+        # OverflowError: a date at the edge of the calendar (9999-12-31 with a negative offset).
+        return parsed.astimezone(dt.UTC)
+    except (TypeError, ValueError, IndexError, OverflowError) as error:
         raise ValueError(f"not an RFC 2822 date: {text!r}") from error
-    if parsed.tzinfo is None:
-        # RFC 2822 "-0000" means UTC with unknown local offset.
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    return parsed.astimezone(dt.UTC)
 
 
 def parse_iso_datetime(text: str) -> dt.datetime:
@@ -147,7 +148,10 @@ def parse_iso_datetime(text: str) -> dt.datetime:
     parsed = dt.datetime.fromisoformat(text.strip())
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=dt.UTC)
-    return parsed.astimezone(dt.UTC)
+    try:
+        return parsed.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValueError(f"date out of range: {text.strip()!r}") from None
 
 
 def parse_iso_date(text: str) -> dt.date:

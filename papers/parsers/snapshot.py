@@ -79,6 +79,8 @@ def parse_snapshot_line(line: str | bytes, *, source: str, line_number: int) -> 
         data = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ParseError(f"invalid JSON: {error}", source=source, record=record) from error
+    except RecursionError:
+        raise ParseError("JSON nested too deeply", source=source, record=record) from None
     if not isinstance(data, dict):
         raise ParseError("line is not a JSON object", source=source, record=record)
     try:

@@ -69,3 +69,15 @@ def test_arxiv_abs_url():
     assert arxiv_abs_url("arXiv:2409.01234v2") == "https://arxiv.org/abs/2409.01234"
     with pytest.raises(InvalidArxivId):
         arxiv_abs_url("0808.05394")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\u0661\u0666\u0660\u0665.\u0660\u0668\u0663\u0668\u0666",
+        "\uff11\uff16\uff10\uff15.\uff10\uff18\uff13\uff18\uff16",
+    ],
+)
+def test_non_ascii_digits_are_not_an_arxiv_identifier(text):
+    with pytest.raises(InvalidArxivId):
+        parse_arxiv_id(text)

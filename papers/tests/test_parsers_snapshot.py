@@ -219,3 +219,42 @@ def test_version_dates(text, expected):
 def test_impossible_version_dates_are_refused(text):
     with pytest.raises(ValueError, match="not an RFC 2822 date"):
         parse_rfc2822(text)
+
+
+def test_hostile_lines_become_named_parse_errors(tmp_path):
+    """Dates at the calendar's edge, absurdly deep JSON and non-ASCII digits in the id are
+    rejected per line; the good lines around them still come through."""
+    import json as json_module
+
+    from papers.parsers.snapshot import iter_snapshot
+
+    good = {
+        "id": "0704.0001",
+        "title": "A title",
+        "abstract": "An abstract.",
+        "authors": "A. Author",
+        "categories": "hep-ph",
+        "versions": [{"version": "v1", "created": "Mon, 2 Apr 2007 19:18:42 GMT"}],
+        "authors_parsed": [["Author", "A.", ""]],
+    }
+    overflow = dict(
+        good, versions=[{"version": "v1", "created": "Fri, 31 Dec 9999 23:59:59 -0100"}]
+    )
+    arabic_digits = dict(good, id="\u0660\u0667\u0660\u0664.\u0660\u0660\u0660\u0662")
+    lines = [
+        json_module.dumps(good),
+        json_module.dumps(overflow),
+        "[" * 200_000,
+        json_module.dumps(arabic_digits),
+        json_module.dumps(dict(good, id="0704.0003")),
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    errors = []
+
+    with path.open("rb") as stream:
+        records = list(iter_snapshot(stream, source=str(path), on_error=errors.append))
+
+    assert [r.arxiv_id for r in records] == ["0704.0001", "0704.0003"]
+    assert [e.record for e in errors] == ["line 2", "line 3", "line 4"]
+    assert "nested too deeply" in str(errors[1])

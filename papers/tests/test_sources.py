@@ -766,6 +766,26 @@ def test_snapshot_source_chunks_lines_and_resumes_after_a_position():
     assert [chunk.records for chunk in resumed] == [chunk.records for chunk in chunks[2:]]
 
 
+def test_truncated_gzip_snapshot_keeps_what_was_read_and_names_the_problem(tmp_path):
+    import gzip
+
+    whole = gzip.compress(SNAPSHOT_HEAD.read_bytes())
+    truncated = tmp_path / "head.jsonl.gz"
+    truncated.write_bytes(whole[: len(whole) * 2 // 3])
+
+    chunks = list(SnapshotSource(truncated, chunk_size=64).chunks())
+
+    read = [record for chunk in chunks for record in chunk.records]
+    errors = [error for chunk in chunks for error in chunk.errors]
+    assert 64 < len(read) < 200
+    assert [record.arxiv_id for record in read] == [
+        f"0704.{n:04d}" for n in range(1, len(read) + 1)
+    ]
+    assert len(errors) == 1
+    assert "file ends early or is corrupt" in str(errors[0])
+    assert str(truncated) in str(errors[0])
+
+
 # --- parameters -----------------------------------------------------------------------------
 
 
