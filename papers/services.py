@@ -439,11 +439,6 @@ def _prepare(
         arxiv_id, id_version = parse_arxiv_id(raw_id)
     except InvalidArxivId as error:
         raise reject(str(error), _printable(str(raw_id)) or "(no identifier)") from None
-    if not arxiv_id.isascii():
-        # The identifier patterns' \d also matches other scripts' digits.
-        raise reject(
-            f"not an arXiv identifier: {raw_id!r} (digits other than 0-9)", _printable(raw_id)
-        )
     try:
         _check_record(record, id_version=id_version)
     except _Invalid as error:
