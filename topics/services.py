@@ -921,8 +921,9 @@ def _training_set(config: ClassifierSettings) -> _TrainingSet:
     A topic's positives are its accepted labels, its explicit negatives its curator
     rejections; every other labelled paper is an implicit negative, except papers accepted in
     an ancestor or descendant of the topic (a paper about a subtopic is not a negative of the
-    parent) and papers the classifier itself placed in the topic. Curator decisions weigh
-    ``config.curator_weight``, everything else 1. Topics with fewer than
+    parent). The classifier's own assignments play no part: leaving the papers it placed out
+    of a topic's negatives let every retrain widen the topic on the same labels. Curator
+    decisions weigh ``config.curator_weight``, everything else 1. Topics with fewer than
     ``config.min_positives`` positives get only their explicit labels (they get no model).
     """
     labelled = Assignment.objects.filter(_training_labels())
@@ -936,7 +937,6 @@ def _training_set(config: ClassifierSettings) -> _TrainingSet:
     texts = [""] * len(paper_ids)
     # (topic pk) -> {row: (label, weight)}
     labels: dict[int, dict[int, tuple[bool, float]]] = defaultdict(dict)
-    classifier_made: dict[int, set[int]] = defaultdict(set)
     for chunk in _chunks(paper_ids, TRAINING_READ_CHUNK):
         for paper_id, title, abstract in Paper.objects.filter(pk__in=chunk).values_list(
             "pk", "title", "abstract"
@@ -949,12 +949,6 @@ def _training_set(config: ClassifierSettings) -> _TrainingSet:
             decided = decided_by_id is not None or decided_at is not None
             weight = config.curator_weight if decided else 1.0
             labels[topic_id][row_of[paper_id]] = (state == Assignment.State.ACCEPTED, weight)
-        for paper_id, topic_id in (
-            Assignment.objects.filter(_machine_made())
-            .filter(paper_id__in=chunk, source=Assignment.Source.CLASSIFIER)
-            .values_list("paper_id", "topic_id")
-        ):
-            classifier_made[topic_id].add(row_of[paper_id])
 
     paths = dict(Topic.objects.active().values_list("pk", "path"))
     positives = {
@@ -976,7 +970,7 @@ def _training_set(config: ClassifierSettings) -> _TrainingSet:
             and other_path
             and (other_path.startswith(path) or path.startswith(other_path))
         ]
-        excluded = set().union(*(positives[other] for other in related), classifier_made[topic_id])
+        excluded = set().union(*(positives[other] for other in related))
         implicit = np.ones(len(paper_ids), dtype=bool)
         implicit[list(excluded | explicit.keys())] = False
         examples[topic_id] = _examples(explicit, implicit_negatives=np.flatnonzero(implicit))

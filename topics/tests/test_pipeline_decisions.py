@@ -137,3 +137,31 @@ def test_curator_decisions_survive_the_whole_pipeline():
             row["decided_by_id"],
             row["decided_at"],
         )
+
+
+def classifier_assignments():
+    return set(
+        Assignment.objects.filter(source=CLASSIFIER).values_list("paper_id", "topic_id", "state")
+    )
+
+
+def test_retraining_on_the_same_labels_does_not_widen_topics():
+    """The classifier's own assignments are not labels: retraining on unchanged labels gives
+    the same assignments (an earlier version left them out of the negatives, and every nightly
+    retrain filed more papers into every topic)."""
+    for step in (
+        ("load_categories",),
+        ("import_reference_page",),
+        ("harvest", "--recorded"),
+        ("load_demo_taxonomy",),
+        ("tag", "--all"),
+        ("retrain", "--sync"),
+    ):
+        run(*step)
+    first = classifier_assignments()
+    assert first
+
+    run("retrain", "--sync")
+    run("retrain", "--sync")
+
+    assert classifier_assignments() == first

@@ -811,12 +811,15 @@ def test_training_labels_weigh_curator_decisions_and_skip_related_topics(labelle
     assert by_row[row_of[papers[0].pk]] == (False, 7.0)  # the curator's rejection
     assert by_row[row_of[papers[1].pk]] == (True, 1.0)  # a rule label
     assert by_row[row_of[papers[12].pk]] == (False, 1.0)  # another topic's paper
-    # In Agents' child, so no negative of Agents; placed by the classifier: no label.
+    # In Agents' child, so no negative of Agents.
     assert row_of[papers[8].pk] not in by_row
-    assert row_of[papers[9].pk] not in by_row
+    # Placed in Agents by the classifier only: that is no label, so like any other labelled
+    # paper it is a negative of Agents (otherwise each retrain would widen the topic).
+    assert by_row[row_of[papers[9].pk]] == (False, 1.0)
     assert training.examples[child.pk].labels.tolist() == [True]
     assert training.examples[child.pk].weights.tolist() == [7.0]
-    # The pending assignment is no label of Proofs, and its paper no negative there either.
+    # The pending classifier assignment is no label of Proofs: its paper counts as any other
+    # labelled paper does there, a negative.
     proofs_rows = dict(
         zip(
             training.examples[proofs.pk].rows.tolist(),
@@ -824,7 +827,7 @@ def test_training_labels_weigh_curator_decisions_and_skip_related_topics(labelle
             strict=True,
         )
     )
-    assert row_of[papers[16].pk] not in proofs_rows
+    assert proofs_rows[row_of[papers[16].pk]] is False
     assert proofs_rows[row_of[papers[10].pk]] is True
     assert training.label_count == 17 + 1  # the rejection replaced a label; one added
 
