@@ -53,7 +53,7 @@ from .classifier import (
     classifier_settings,
     paper_text,
 )
-from .models import Assignment, ClassifierModel, Topic
+from .models import Assignment, ClassifierModel, Topic, TopicRedirect
 from .rules import Rule, RuleSyntaxError, compile_rule, fold
 from .tasks import tag_papers
 
@@ -1324,6 +1324,13 @@ def _topic_ensure(
     """The topic with ``slug``, created if missing. With ``enforce``, an existing topic gets
     ``name``/``short_name``/``parent`` from the data; without it, it is left as curators keep it."""
     topic = Topic.objects.filter(slug=slug).first()
+    if topic is None or not topic.active:
+        # A curator renamed this topic, or merged it into another (the merged-away topic stays,
+        # inactive, under its old slug): their choice stands.
+        redirect = TopicRedirect.objects.select_related("topic").filter(old_slug=slug).first()
+        if redirect is not None:
+            result.topics_unchanged += 1
+            return redirect.topic
     if topic is None:
         result.topics_created += 1
         return topic_create(name=name, slug=slug, parent=parent, short_name=short_name)

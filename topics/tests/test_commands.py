@@ -161,6 +161,29 @@ def test_reimport_keeps_curator_decisions_and_curated_hierarchy(categories):
     assert (rejected.state, rejected.decided_by) == ("rejected", curator)
 
 
+def test_reimport_keeps_curator_renames_and_merges(categories):
+    from topics.curation import topic_merge, topic_rename
+
+    run("import_reference_page")
+    curator = UserFactory()
+    renamed = topic_rename(
+        topic=Topic.objects.get(slug="llm-agent-training"),
+        name="LLM Agent Training X",
+        user=curator,
+    )
+    merged_away = Topic.objects.get(slug="ai-agent-benchmarks")
+    topic_merge(source=merged_away, target=renamed, user=curator)
+    before = database_state()
+    topics_before = Topic.objects.count()
+
+    run("import_reference_page")
+
+    assert Topic.objects.count() == topics_before
+    assert not Topic.objects.filter(slug="llm-agent-training").exists()
+    assert not Assignment.objects.filter(topic=merged_away).exists()
+    assert database_state() == before
+
+
 def test_reimport_of_changed_data_updates_only_what_changed(categories, tmp_path):
     run("import_reference_page")
     data = copy.deepcopy(REFERENCE)
