@@ -724,6 +724,13 @@ class OaiPmhSource:
                     f"OAI-PMH error {code}: {page.oai_error.message}", source=fetched.source
                 )
             token = page.resumption_token if page.verb == "ListRecords" else None
+            if token and token == params.get("resumptionToken"):
+                # Following it would fetch this page for ever (a broken proxy or cache can do it).
+                raise SourceError(
+                    f"the repository answered resumption token {token!r} with the same token "
+                    "again; stopping instead of looping",
+                    source=fetched.source,
+                )
             more = bool(token) and (self.max_pages is None or pages < self.max_pages)
             yield Chunk(
                 source=fetched.source,

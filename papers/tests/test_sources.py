@@ -15,6 +15,7 @@ from django.conf import settings as django_settings
 
 from papers.sources import (
     AtomApiSource,
+    Fetched,
     HarvestError,
     HttpTransport,
     ManifestError,
@@ -784,6 +785,30 @@ def test_truncated_gzip_snapshot_keeps_what_was_read_and_names_the_problem(tmp_p
     assert len(errors) == 1
     assert "file ends early or is corrupt" in str(errors[0])
     assert str(truncated) in str(errors[0])
+
+
+def test_oai_list_that_repeats_its_resumption_token_stops_instead_of_looping():
+    """A broken proxy answering every request with the same page and token: the first page is
+    delivered, the repeat is refused with an error naming the token."""
+    page = ARXIV_RAW_PAGE.read_bytes()  # ends with the token 496549|47001
+
+    class SamePageForEver:
+        requests = 0
+
+        def get(self, url, params):
+            self.requests += 1
+            return Fetched(body=page, status=200, source=f"{url}?{self.requests}")
+
+    transport = SamePageForEver()
+    source = OaiPmhSource(transport=transport, base_url="http://127.0.0.1:9/oai")
+    chunks = source.chunks()
+
+    first = next(chunks)
+    assert first.resumption_token == "496549|47001"
+    assert len(first.records) == 1000
+    with pytest.raises(SourceError, match=r"'496549\|47001' with the same token again"):
+        next(chunks)
+    assert transport.requests == 2
 
 
 # --- parameters -----------------------------------------------------------------------------
