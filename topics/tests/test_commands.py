@@ -628,3 +628,8 @@ def test_topic_names_without_latin_letters_import_with_stable_slugs(categories, 
     output = run("import_reference_page", str(path))
     assert "Topics: 0 created, 0 updated" in output
     assert database_state() == before
+
+
+def test_tag_refuses_ids_of_papers_that_do_not_exist():
+    with pytest.raises(CommandError, match="no paper with id 999999"):
+        run("tag", "--ids", "999999")

@@ -20,7 +20,7 @@ def _paper_ids(text: str) -> list[int]:
 class Command(BaseCommand):
     """Queues ``topics.tasks.tag_papers`` in chunks of 1000 paper ids through ``.delay``: on the
     embedded default the tasks run eagerly here, with a broker they go to the ``tag`` queue.
-    Raises CommandError for a malformed ``--ids``."""
+    Raises CommandError for a malformed ``--ids`` or one naming no stored paper."""
 
     help = "Queue rule tagging for every paper (--all) or for the given paper ids (--ids 1,2,3)."
 
@@ -37,7 +37,11 @@ class Command(BaseCommand):
                 .iterator(chunk_size=TAG_CHUNK_SIZE)
             )
         else:
-            paper_ids = _paper_ids(ids)
+            asked = _paper_ids(ids)
+            paper_ids = sorted(Paper.objects.filter(pk__in=asked).values_list("pk", flat=True))
+            missing = sorted(set(asked) - set(paper_ids))
+            if missing:
+                raise CommandError(f"--ids: no paper with id {', '.join(map(str, missing))}.")
         result = papers_tag_enqueue(paper_ids=paper_ids)
         # Without a broker (the embedded default) the chunks ran right here, in this process.
         verb = "Tagged" if settings.CELERY_TASK_ALWAYS_EAGER else "Queued tagging of"
