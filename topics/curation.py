@@ -28,7 +28,7 @@ from papers.models import Category, Paper
 from .classifier import paper_text
 from .models import Assignment, Topic, TopicRedirect
 from .rules import compile_rule
-from .services import _after_commit_invalidate, topic_move
+from .services import topic_caches_invalidate_on_commit, topic_move
 from .signals import topics_merged
 
 __all__ = [
@@ -201,7 +201,7 @@ def topic_rename(
         current.name, current.short_name, current.slug = name, short_name, slug
         reason = f"renamed from {old_slug!r}" if slug != old_slug else "renamed"
         _topic_save(current, fields=["name", "short_name", "slug"], user=user, reason=reason)
-        _after_commit_invalidate([current.pk])
+        topic_caches_invalidate_on_commit([current.pk])
     topic.refresh_from_db()
     return topic
 
@@ -369,7 +369,7 @@ def topic_merge(*, source: Topic, target: Topic, user) -> MergeResult:
         source.active = False
         _topic_save(source, fields=["active"], user=user, reason=reason)
 
-        _after_commit_invalidate([source.pk, target.pk])
+        topic_caches_invalidate_on_commit([source.pk, target.pk])
         transaction.on_commit(partial(_send_topics_merged, source.pk, target.pk))
     return MergeResult(
         source=source,
@@ -422,7 +422,7 @@ def assignments_bulk_decide(
             for row in rows:
                 row.state, row.decided_by, row.decided_at, row.updated_at = state, user, now, now
             _history_bulk_record(rows, history_type="~", user=user, reason=f"marked {state}")
-            _after_commit_invalidate({row.topic_id for row in rows})
+            topic_caches_invalidate_on_commit({row.topic_id for row in rows})
             decided += len(rows)
     return decided
 
@@ -503,7 +503,7 @@ def assignments_move(
                 ("~", [row for row in written if row.paper_id in existing]),
             ):
                 _history_bulk_record(group, history_type=history_type, user=user, reason=reason)
-        _after_commit_invalidate({row.topic_id for row in leaving} | {target.pk})
+        topic_caches_invalidate_on_commit({row.topic_id for row in leaving} | {target.pk})
     return AssignmentMoveResult(moved=len(paper_ids), unchanged=len(rows) - len(leaving))
 
 

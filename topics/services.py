@@ -210,7 +210,9 @@ def _topic_caches_invalidate(topic_ids: Iterable[int]) -> None:
     """
 
 
-def _after_commit_invalidate(topic_ids: Iterable[int]) -> None:
+def topic_caches_invalidate_on_commit(topic_ids: Iterable[int]) -> None:
+    """Once the current transaction commits, drop cached figures of the topics with these pks
+    (every service that writes assignments calls it; curation services too)."""
     topic_ids = set(topic_ids)
     if topic_ids:
         transaction.on_commit(partial(_topic_caches_invalidate, topic_ids))
@@ -267,7 +269,7 @@ def assignment_decide(*, assignment: Assignment, state: str, user) -> Assignment
             values={"state": state, "decided_by": user, "decided_at": timezone.now()},
             create_values={"source": assignment.source, "score": assignment.score},
         )
-        _after_commit_invalidate([stored.topic_id])
+        topic_caches_invalidate_on_commit([stored.topic_id])
     for name in ("pk", "source", "score", "state", "decided_by", "decided_at", "updated_at"):
         setattr(assignment, name, getattr(stored, name))
     return stored
@@ -294,7 +296,7 @@ def assignment_add(*, paper: Paper, topic: Topic, user) -> Assignment:
             },
             create_values={},
         )
-        _after_commit_invalidate([topic.pk])
+        topic_caches_invalidate_on_commit([topic.pk])
     return assignment
 
 
@@ -640,7 +642,7 @@ def _tag_batch(paper_ids: list[int], tagger: _Tagger) -> int:
         )
         write = _plan_write_sql if connection.vendor == "postgresql" else _plan_write_orm
         written = write(plan, paper_ids, tagger, started)
-        _after_commit_invalidate(
+        topic_caches_invalidate_on_commit(
             {topic_id for _, topic_id in to_create}
             | {stored.topic_id for stored, _ in to_update}
             | {stored.topic_id for stored in to_delete}
@@ -1563,7 +1565,7 @@ def _reference_assignments_sync(
     result.assignments_removed = (
         Assignment.objects.filter(pk__in=doomed).delete()[1].get(Assignment._meta.label, 0)
     )
-    _after_commit_invalidate(
+    topic_caches_invalidate_on_commit(
         {topic_id for _, topic_id in to_create} | {a.topic_id for a in to_update + to_delete}
     )
 
