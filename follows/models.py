@@ -1,25 +1,108 @@
-"""Users following topics."""
+"""What users follow: topics and saved searches, each with its own digest frequency.
+
+A :class:`Follow` is either a topic (``kind="topic"``, ``topic`` set) or a saved search
+(``kind="search"``, ``query`` set in the topic-rule query language of :mod:`topics.rules`,
+optionally limited to some topics and/or categories). Papers that match a saved search are
+materialised in :class:`SearchMatch` when they are stored and when the search is created, so
+the feed and the digests read one join for both kinds.
+"""
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
+from papers.models import Category, Paper
 from topics.models import Topic
 from topicsite.models import TimeStampedModel
 
 
 class Follow(TimeStampedModel):
-    """``user`` follows ``topic`` (one row per pair)."""
+    """``user`` follows ``topic`` or a saved search ``query`` (one row per topic or query)."""
+
+    class Kind(models.TextChoices):
+        TOPIC = "topic", "Topic"
+        SEARCH = "search", "Saved search"
+
+    class Frequency(models.TextChoices):
+        DAILY = "daily", "Daily"
+        WEEKLY = "weekly", "Weekly"
+        OFF = "off", "Off"
+
+    QUERY_MAX_LENGTH = 500
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="follows"
     )
-    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="follows")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.TOPIC)
+    topic = models.ForeignKey(
+        Topic, on_delete=models.CASCADE, related_name="follows", null=True, blank=True
+    )
+    query = models.CharField(
+        max_length=QUERY_MAX_LENGTH,
+        blank=True,
+        help_text="Saved search: a keyword query in the topic-rule language.",
+    )
+    topic_scope = models.ManyToManyField(
+        Topic,
+        blank=True,
+        related_name="scoped_searches",
+        help_text="Saved search: only papers in these topics (or their descendants).",
+    )
+    category_scope = models.ManyToManyField(
+        Category,
+        blank=True,
+        related_name="scoped_searches",
+        help_text="Saved search: only papers with one of these primary or cross-list categories.",
+    )
+    digest_frequency = models.CharField(
+        max_length=8, choices=Frequency.choices, default=Frequency.WEEKLY
+    )
 
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["user", "topic"], name="unique_user_topic_follow"),
+            models.UniqueConstraint(
+                fields=["user", "topic"],
+                condition=Q(topic__isnull=False),
+                name="unique_user_topic_follow",
+            ),
+            models.UniqueConstraint(
+                fields=["user", "query"],
+                condition=Q(kind="search"),
+                name="unique_user_search_follow",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(kind="topic", topic__isnull=False, query="")
+                    | (Q(kind="search", topic__isnull=True) & ~Q(query=""))
+                ),
+                name="follow_kind_matches_fields",
+            ),
         ]
 
     def __str__(self):
-        return f"{self.user} follows {self.topic.name}"
+        return f"{self.user} follows {self.label}"
+
+    @property
+    def label(self) -> str:
+        """What is followed, as shown to the user: the topic's name or the quoted query."""
+        if self.kind == self.Kind.TOPIC:
+            return self.topic.display_name
+        return f"“{self.query}”"
+
+
+class SearchMatch(models.Model):
+    """``paper`` matches the saved search ``follow`` (written by the matching service)."""
+
+    follow = models.ForeignKey(Follow, on_delete=models.CASCADE, related_name="matches")
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="search_matches")
+    matched_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["follow", "paper"], name="unique_search_match"),
+        ]
+        indexes = [models.Index(fields=["paper"], name="searchmatch_paper_idx")]
+
+    def __str__(self):
+        return f"{self.paper_id} matches follow {self.follow_id}"

@@ -3,8 +3,17 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Our account pages (settings, deletion) first, then django-allauth's.
+    path("accounts/", include("accounts.urls")),
+    path("accounts/", include("allauth.urls")),
+    path("api/v1/", include("api.urls")),
     path("papers/", include("papers.urls")),
     path("follows/", include("follows.urls")),
+    path("feed/", include("follows.feed_urls")),
+    path("digests/", include("digests.urls")),
+    # Per-topic routes owned by other apps (the topic's Atom feed, asking it) come before the
+    # topic pages themselves.
+    path("topics/", include("follows.topic_urls")),
+    path("topics/", include("ask.urls")),
     path("", include("topics.urls")),
 ]

@@ -29,21 +29,33 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_celery_beat",
     "simple_history",
+    "allauth",
+    "allauth.account",
+    "corsheaders",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
     "papers",
     "topics",
     "follows",
+    "accounts",
+    "digests",
+    "api",
+    "ask",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "corsheaders.middleware.CorsMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
 ]
 
 ROOT_URLCONF = "topicsite.urls"
@@ -93,8 +105,31 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "login"
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "/"
+
+# The site's own address, for absolute links in emails and feeds (no trailing slash).
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
+
+# Mail: EMAIL_URL as django-environ reads it (smtp://user:pass@host:port, consolemail://, ...).
+EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
+vars().update(EMAIL_CONFIG)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="topicsite <noreply@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+
+# --- accounts (django-allauth; issue 5) ---
+
+# --- follows, feed and Atom feeds (issue 5) ---
+
+# --- digests (issue 5) ---
+
+# --- api (DRF, django-filter, drf-spectacular, CORS; issue 6) ---
+
+# --- ask (issue 7) ---
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
