@@ -1696,6 +1696,50 @@ class TaxonomyImportResult:
         return sum(self.created.values())
 
 
+def _curated_successor(slug: str) -> Topic | None:
+    """The active topic a curator's rename or merge sent ``slug`` to, or ``None``."""
+    redirect = (
+        TopicRedirect.objects.filter(old_slug=slug, topic__active=True)
+        .select_related("topic")
+        .first()
+    )
+    return redirect.topic if redirect is not None else None
+
+
+def _curated_topic(*, name: str, parent: Topic | None) -> Topic | None:
+    """The topic an import made from ``name`` under ``parent`` if a curator has since renamed
+    it (keeping or changing its slug) or merged it away, else ``None``.
+
+    An import's topic got the slug ``slugify(name)`` or that with a ``-N`` suffix
+    (:func:`_unique_slug`). A topic still under ``parent`` with such a slug is taken first;
+    then a redirect from such a slug to a topic now under ``parent``; then the redirect from
+    exactly ``slugify(name)`` wherever its topic now lives (a merge target may sit elsewhere).
+    """
+    base = slugify(name)[:190] or "topic"
+    pattern = rf"^{re.escape(base)}(-[0-9]+)?$"
+    parent_id = parent.pk if parent else None
+    kept = (
+        Topic.objects.active()
+        .filter(slug__regex=pattern, parent_id=parent_id)
+        .order_by("pk")
+        .first()
+    )
+    if kept is not None:
+        return kept
+    redirects = list(
+        TopicRedirect.objects.filter(old_slug__regex=pattern, topic__active=True)
+        .select_related("topic")
+        .order_by("pk")
+    )
+    for redirect in redirects:
+        if redirect.topic.parent_id == parent_id:
+            return redirect.topic
+    for redirect in redirects:
+        if redirect.old_slug == base:
+            return redirect.topic
+    return None
+
+
 class _ChildFinder:
     """Finds a topic's child by name (one query per parent, cached), creating it if missing."""
 
@@ -1723,7 +1767,13 @@ class _ChildFinder:
             for topic in siblings.order_by("-pk"):
                 self.children[key][topic.name] = topic
         topic = self.children[key].get(name)
+        if topic is not None and not topic.active:
+            # Merged away by a curator: the redirect names the topic it lives on as.
+            topic = _curated_successor(topic.slug)
+        if topic is None:
+            topic = _curated_topic(name=name, parent=parent)
         if topic is not None:
+            self.children[key][name] = topic
             if topic.pk not in self.seen:
                 self.seen.add(topic.pk)
                 self.result.unchanged += 1
@@ -1834,9 +1884,10 @@ def openalex_topics_import(
     ``domain``/``field`` (names, any case) limit the import to one branch. Each OpenAlex topic
     is created with its description and a rule from :func:`rule_query_from_name` (its name and
     description); domains, fields and subfields get no rule (a parent shows its descendants'
-    papers). Topics are found again by name under their parent and then left as they are
-    (curators' renames of the rule, description or name of a found topic are kept), so a
-    second run creates nothing; slugs come from names and never take another topic's slug.
+    papers). Topics are found again by name under their parent, or where a curator renamed or
+    merged them (:func:`_curated_topic`), and then left as they are (curators' renames of the
+    rule, description or name of a found topic are kept), so a second run creates nothing;
+    slugs come from names and never take another topic's slug.
 
     Returns a :class:`TaxonomyImportResult` (levels ``domain``, ``field``, ``subfield``,
     ``topic``). Queues no tagging. Raises ``ValueError`` naming the known names when
@@ -1947,8 +1998,9 @@ def arxiv_topics_import(
 
     ``archives``: archive codes (``cs``, ``hep-th``) to limit the import to; ``None`` for every
     stored category. Shares its tree with :func:`demo_taxonomy_load`, in either order: topics
-    are found again by name under their parent (then left as curators keep them, but for the
-    archive topics' category rules, which follow the categories no child topic carries).
+    are found again by name under their parent, or where a curator renamed or merged them
+    (then left as curators keep them, but for the archive topics' category rules, which
+    follow the categories no child topic carries).
     In one transaction; queues no tagging.
 
     Returns a :class:`TaxonomyImportResult` (levels ``group``, ``archive``, ``category``).

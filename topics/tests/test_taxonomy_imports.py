@@ -342,3 +342,69 @@ def test_import_arxiv_topics_refuses_unknown_archives(categories, args, message)
 def test_import_arxiv_topics_needs_the_categories():
     with pytest.raises(CommandError, match="run `manage.py load_categories` first"):
         run("import_arxiv_topics")
+
+
+# --- curators' renames and merges survive a second import ------------------------------------
+
+
+def _topic_count_by_name():
+    return sorted(Topic.objects.values_list("name", flat=True))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("keep_slug", [False, True])
+def test_import_openalex_topics_again_keeps_a_curators_rename(keep_slug):
+    from topics.curation import topic_rename
+    from topics.tests.factories import UserFactory
+
+    run("import_openalex_topics", "--field", "Mathematics")
+    subfield = Topic.objects.filter(parent__name="Mathematics").order_by("pk").first()
+    leaf = subfield.children.order_by("pk").first()
+    curator = UserFactory(is_staff=True)
+    topic_rename(
+        topic=leaf, name="Curated leaf", slug=leaf.slug if keep_slug else None, user=curator
+    )
+    topic_rename(topic=subfield, name="Curated subfield", user=curator)
+    count = Topic.objects.count()
+
+    output = run("import_openalex_topics", "--field", "Mathematics")
+
+    assert Topic.objects.count() == count
+    assert "created 0 domains, 0 fields, 0 subfields, 0 topics" in output
+    assert Topic.objects.get(pk=leaf.pk).name == "Curated leaf"
+    assert Topic.objects.get(pk=subfield.pk).name == "Curated subfield"
+    assert Topic.objects.get(pk=leaf.pk).parent_id == subfield.pk
+
+
+@pytest.mark.django_db
+def test_import_openalex_topics_again_keeps_a_curators_merge():
+    from topics.curation import topic_merge
+    from topics.tests.factories import UserFactory
+
+    run("import_openalex_topics", "--field", "Mathematics")
+    subfield = Topic.objects.filter(parent__name="Mathematics").order_by("pk").first()
+    source, target = subfield.children.order_by("pk")[:2]
+    topic_merge(source=source, target=target, user=UserFactory(is_staff=True))
+    names = _topic_count_by_name()
+
+    output = run("import_openalex_topics", "--field", "Mathematics")
+
+    assert _topic_count_by_name() == names
+    assert "0 topics" in output
+    assert not Topic.objects.get(pk=source.pk).active
+    assert not Topic.objects.filter(parent_id=source.pk).exists()
+
+
+def test_import_arxiv_topics_again_keeps_renamed_category_topics(categories):
+    from topics.curation import topic_rename
+    from topics.tests.factories import UserFactory
+
+    run("import_arxiv_topics", "--archive", "cs")
+    cl = Topic.objects.get(short_name="cs.CL")
+    topic_rename(topic=cl, name="NLP", user=UserFactory(is_staff=True))
+    before = topic_state()
+
+    output = run("import_arxiv_topics", "--archive", "cs")
+
+    assert topic_state() == before
+    assert "created 0 groups, 0 archives, 0 categories" in output
