@@ -944,20 +944,25 @@ class AtomApiSource:
         return missing
 
 
-def _until_truncated(records: Iterator[ArxivRecord], errors: list, source: str):
+class SnapshotTruncated(SourceError):
+    """A snapshot file ends early or its gzip stream is corrupt. Raised after the records read
+    before the break have been yielded (and so stored): the harvest run fails with this error,
+    its checkpoint at the last whole chunk, and resuming it re-reads from there."""
+
+
+def _until_truncated(records: Iterator[ArxivRecord], broken: list, source: str):
     """Yield ``records`` until the file ends; a truncated or corrupt gzip stream stops the
-    reading with a ParseError in ``errors`` instead of losing the records read before it."""
+    reading with a :class:`SnapshotTruncated` appended to ``broken`` instead of losing the
+    records read before it."""
     count = 0
     try:
         for record in records:
             count += 1
             yield record
     except (EOFError, OSError, zlib.error) as error:
-        errors.append(
-            ParseError(
-                f"file ends early or is corrupt: {error}",
-                source=source,
-                record=f"after record {count}",
+        broken.append(
+            SnapshotTruncated(
+                f"file ends early or is corrupt after record {count}: {error}", source=source
             )
         )
 
@@ -969,7 +974,9 @@ class SnapshotSource:
     ``{"chunks": chunks read}``; resuming from a position reads past the chunks already
     stored without yielding them. A bad line becomes a :class:`ParseError` naming the file and
     ``line N`` in the chunk's ``errors`` and reading goes on. Raises ``OSError`` for a file
-    that cannot be opened.
+    that cannot be opened, and :class:`SnapshotTruncated` (naming the file and the last record
+    read) for a file that ends early or a corrupt gzip stream, after yielding the records read
+    before the break in a chunk whose ``position`` is that of the last whole chunk.
     """
 
     kind = "snapshot"
@@ -984,10 +991,11 @@ class SnapshotSource:
         source = str(self.path)
         records: list[ArxivRecord] = []
         errors: list[ParseError] = []
+        broken: list[SnapshotTruncated] = []
         done = 0
         with self._open() as stream:
             for record in _until_truncated(
-                iter_snapshot(stream, source=source, on_error=errors.append), errors, source
+                iter_snapshot(stream, source=source, on_error=errors.append), broken, source
             ):
                 records.append(record)
                 if len(records) >= self.chunk_size:
@@ -1001,6 +1009,16 @@ class SnapshotSource:
                         )
                     records = []
                     errors.clear()
+        if broken:
+            if (records or errors) and done + 1 > skip:
+                # Stored, but not counted as read: resuming reads this chunk again.
+                yield Chunk(
+                    source=source,
+                    records=records,
+                    errors=list(errors),
+                    position={"chunks": done},
+                )
+            raise broken[0]
         if (records or errors) and done + 1 > skip:
             yield Chunk(source=source, records=records, errors=list(errors), position=None)
 

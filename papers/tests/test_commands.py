@@ -232,3 +232,27 @@ def test_harvest_task_takes_plain_json_and_returns_a_summary():
         "errors": [],
     }
     assert json.loads(json.dumps(summary)) == summary
+
+
+def test_harvest_truncated_gzip_snapshot_stores_what_was_read_and_fails_the_run(tmp_path):
+    import gzip
+
+    whole = gzip.compress(SNAPSHOT_HEAD.read_bytes())
+    snapshot = tmp_path / "head.jsonl.gz"
+    snapshot.write_bytes(whole[: len(whole) * 2 // 3])
+
+    with pytest.raises(CommandError, match="file ends early or is corrupt after record"):
+        call_command("harvest", "--snapshot", str(snapshot), stdout=StringIO(), stderr=StringIO())
+
+    run = HarvestRun.objects.get()
+    assert run.status == HarvestRun.Status.FAILED
+    assert any(str(snapshot) in error for error in run.errors)
+    stored = Paper.objects.count()
+    assert 64 < stored < 200
+
+    # The whole file put back: resuming re-reads the partial chunk and finishes.
+    snapshot.write_bytes(whole)
+    call_command("harvest", "--resume", str(run.pk), stdout=StringIO(), stderr=StringIO())
+    run.refresh_from_db()
+    assert run.status == HarvestRun.Status.SUCCEEDED
+    assert Paper.objects.count() == len(SNAPSHOT_HEAD.read_bytes().splitlines())

@@ -24,6 +24,7 @@ from papers.sources import (
     RecordedTransport,
     RequestLimiter,
     SnapshotSource,
+    SnapshotTruncated,
     SourceError,
     _redis_client,
     recorded_sources,
@@ -774,17 +775,22 @@ def test_truncated_gzip_snapshot_keeps_what_was_read_and_names_the_problem(tmp_p
     truncated = tmp_path / "head.jsonl.gz"
     truncated.write_bytes(whole[: len(whole) * 2 // 3])
 
-    chunks = list(SnapshotSource(truncated, chunk_size=64).chunks())
+    chunks = []
+    with pytest.raises(SnapshotTruncated) as raised:
+        for chunk in SnapshotSource(truncated, chunk_size=64).chunks():
+            chunks.append(chunk)
 
     read = [record for chunk in chunks for record in chunk.records]
-    errors = [error for chunk in chunks for error in chunk.errors]
     assert 64 < len(read) < 200
     assert [record.arxiv_id for record in read] == [
         f"0704.{n:04d}" for n in range(1, len(read) + 1)
     ]
-    assert len(errors) == 1
-    assert "file ends early or is corrupt" in str(errors[0])
-    assert str(truncated) in str(errors[0])
+    assert not [error for chunk in chunks for error in chunk.errors]
+    assert "file ends early or is corrupt" in str(raised.value)
+    assert f"after record {len(read)}" in str(raised.value)
+    assert str(truncated) in str(raised.value)
+    # The partial last chunk is not counted as read: a resume starts at it again.
+    assert chunks[-1].position == {"chunks": len(chunks) - 1}
 
 
 def test_oai_list_that_repeats_its_resumption_token_stops_instead_of_looping():
