@@ -1,0 +1,310 @@
+"""Server time of the site's heavy reads on a large corpus, each beside the bare SQL that fetches
+the same rows.
+
+    .venv/bin/python bench/make_corpus.py --papers 1000000      # once, ~15 min
+    .venv/bin/python bench/bench_scale.py [--repeat 30] [--cached]
+        [--database-url postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus]
+        [--only topic-leaf,search-common]
+
+Each case is a request through Django's test client (the whole view, templates included)
+against the corpus database, repeated ``--repeat`` times after one warm-up request; the cache
+is Django's DummyCache (every request computes everything) unless ``--cached`` (then the local
+memory cache, warmed by the first request). Printed per case: median and p95 server time in
+ms, the SQL queries of one request, the median time of the bare SQL (the one statement that
+returns the rows the case shows, run through psycopg on the same connection) and the ratio
+page / bare SQL. A case whose target the issue sets is marked with it and ``ok`` or ``MISS``.
+
+Cases (the topics are picked from the data: the largest leaf topic, and the parent topic whose
+number of children is nearest 20):
+
+- ``topic-leaf``, ``topic-parent``: the topic page, first page of 30 cards;
+- ``paper``: a paper page;
+- ``momentum-one``: ``topic_momentum`` of the parent topic; ``momentum-all``: the momentum of
+  every active topic (``topics_momentum`` where it exists, else one call per topic);
+- ``api-list``: ``/api/v1/papers/`` filtered by primary category and a submitted range, when
+  the API is installed;
+- ``search-rare`` / ``search-common``: ``/api/v1/search/?q=`` for a word in a handful of
+  papers and one in about a third of them, when the API is installed;
+- ``feed-20``: ``/feed/`` of a user following 20 topics, when the feed is installed.
+
+Not part of the tests or CI. Needs the corpus database only (no Redis).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus"
+# Targets from issue 8 (ms, median, uncached).
+TARGETS = {
+    "topic-leaf": 15.0,
+    "topic-parent": 25.0,
+    "api-list": 10.0,
+    "search-rare": 50.0,
+    "search-common": 50.0,
+    "momentum-one": 5.0,
+}
+
+
+@dataclass
+class Case:
+    name: str
+    run: Callable[[], object]
+    bare_sql: str
+    bare_params: list
+    queries: int = 0
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--cached", action="store_true")
+    parser.add_argument("--only", default="", help="Comma-separated case names.")
+    options = parser.parse_args()
+    os.environ["DATABASE_URL"] = options.database_url
+    os.environ.pop("REDIS_URL", None)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "topicsite.settings.local"
+    import django
+
+    django.setup()
+    from django.test import override_settings
+
+    backend = (
+        "django.core.cache.backends.locmem.LocMemCache"
+        if options.cached
+        else "django.core.cache.backends.dummy.DummyCache"
+    )
+    with override_settings(
+        CACHES={"default": {"BACKEND": backend}},
+        ALLOWED_HOSTS=["testserver"],
+        DEBUG=False,
+    ):
+        run(options)
+
+
+def build_cases() -> list[Case]:
+    from django.apps import apps
+    from django.contrib.auth import get_user_model
+    from django.db.models import Count
+    from django.test import Client
+
+    from papers.models import Paper
+    from topics import momentum as momentum_module
+    from topics.models import Assignment, Topic
+
+    client = Client()
+
+    def get(url: str, *, status: int = 200, as_client: Client = client):
+        def fetch():
+            response = as_client.get(url)
+            if response.status_code != status:
+                raise SystemExit(f"GET {url}: {response.status_code}")
+            if getattr(response, "streaming", False):
+                b"".join(response.streaming_content)
+            return response
+
+        return fetch
+
+    leaf = (
+        Topic.objects.filter(active=True, children__isnull=True)
+        .annotate(n=Count("assignments"))
+        .order_by("-n")
+        .first()
+    )
+    parents = list(
+        Topic.objects.filter(active=True)
+        .annotate(n=Count("children"))
+        .filter(n__gt=1)
+        .values_list("pk", "n")
+    )
+    parent_pk = min(parents, key=lambda row: (abs(row[1] - 20), row[0]))[0]
+    parent = Topic.objects.get(pk=parent_pk)
+    paper = Paper.objects.filter(source="bench-corpus").order_by("-pk").first() or (
+        Paper.objects.order_by("-pk").first()
+    )
+
+    subtree_cards = (
+        "SELECT p.id, p.arxiv_id, p.title, p.abstract, p.submitted, p.primary_category_id "
+        "FROM papers_paper p WHERE p.id IN (SELECT a.paper_id FROM topics_assignment a "
+        "JOIN topics_topic t ON t.id = a.topic_id WHERE a.state = 'accepted' "
+        "AND t.path LIKE %s) ORDER BY p.submitted DESC, p.id DESC LIMIT 30"
+    )
+    cases = [
+        Case("topic-leaf", get(leaf.get_absolute_url()), subtree_cards, [f"{leaf.path}%"]),
+        Case("topic-parent", get(parent.get_absolute_url()), subtree_cards, [f"{parent.path}%"]),
+        Case(
+            "paper",
+            get(paper.get_absolute_url()),
+            "SELECT p.*, au.name FROM papers_paper p "
+            "LEFT JOIN papers_authorship s ON s.paper_id = p.id "
+            "LEFT JOIN papers_author au ON au.id = s.author_id WHERE p.id = %s "
+            "ORDER BY s.position",
+            [paper.pk],
+        ),
+    ]
+    as_of = Paper.objects.order_by("-submitted").values_list("submitted", flat=True).first()
+    weekly = (
+        "SELECT date_trunc('week', p.submitted) AS week, count(*) FROM papers_paper p "
+        "WHERE p.submitted > %s::date - 84 AND p.submitted <= %s AND p.id IN "
+        "(SELECT a.paper_id FROM topics_assignment a JOIN topics_topic t ON t.id = a.topic_id "
+        "WHERE a.state = 'accepted' AND t.path LIKE %s) GROUP BY 1"
+    )
+    cases.append(
+        Case(
+            "momentum-one",
+            lambda: momentum_module.topic_momentum(topic=parent, as_of=as_of),
+            weekly,
+            [as_of, as_of, f"{parent.path}%"],
+        )
+    )
+    all_topics = list(Topic.objects.filter(active=True))
+    if hasattr(momentum_module, "topics_momentum"):
+
+        def momentum_all():
+            return momentum_module.topics_momentum(topics=all_topics, as_of=as_of)
+    else:
+
+        def momentum_all():
+            return [momentum_module.topic_momentum(topic=t, as_of=as_of) for t in all_topics]
+
+    cases.append(
+        Case(
+            "momentum-all",
+            momentum_all,
+            "SELECT a.topic_id, date_trunc('week', p.submitted), count(*) FROM papers_paper p "
+            "JOIN topics_assignment a ON a.paper_id = p.id AND a.state = 'accepted' "
+            "WHERE p.submitted > %s::date - 84 AND p.submitted <= %s GROUP BY 1, 2",
+            [as_of, as_of],
+        )
+    )
+    if apps.is_installed("rest_framework"):
+        from django.urls import NoReverseMatch, reverse
+
+        try:
+            reverse("api:paper-list")
+            has_api = True
+        except NoReverseMatch:
+            has_api = False
+        if has_api:
+            code = paper.primary_category.code
+            since = as_of.replace(year=as_of.year - 1)
+            cases.append(
+                Case(
+                    "api-list",
+                    get(f"/api/v1/papers/?primary_category={code}&submitted_after={since}"),
+                    "SELECT p.* FROM papers_paper p WHERE p.primary_category_id = %s "
+                    "AND p.submitted >= %s ORDER BY p.submitted DESC, p.id DESC LIMIT 25",
+                    [paper.primary_category_id, since],
+                )
+            )
+            search_sql = (
+                "SELECT p.id, p.title FROM papers_paper p WHERE "
+                "to_tsvector('english', p.title || ' ' || p.abstract) @@ "
+                "websearch_to_tsquery('english', %s) ORDER BY ts_rank(to_tsvector('english', "
+                "p.title || ' ' || p.abstract), websearch_to_tsquery('english', %s)) DESC, "
+                "p.submitted DESC LIMIT 25"
+            )
+            for name, word in (("search-rare", "holography"), ("search-common", "model")):
+                cases.append(Case(name, get(f"/api/v1/search/?q={word}"), search_sql, [word, word]))
+    try:
+        from django.urls import reverse
+
+        feed_url = reverse("feed:index")
+    except Exception:  # noqa: BLE001 - the feed is not installed in this checkout
+        feed_url = None
+    if feed_url:
+        from follows.models import Follow
+
+        user, _ = get_user_model().objects.get_or_create(username="bench-feed-reader")
+        biggest = (
+            Topic.objects.filter(active=True, children__isnull=True)
+            .annotate(n=Count("assignments"))
+            .order_by("-n")[:20]
+        )
+        for topic in biggest:
+            Follow.objects.get_or_create(user=user, topic=topic, defaults={"kind": "topic"})
+        reader = __import__("django.test", fromlist=["Client"]).Client()
+        reader.force_login(user)
+        cases.append(
+            Case(
+                "feed-20",
+                get(feed_url, as_client=reader),
+                "SELECT p.id, p.title, p.submitted FROM papers_paper p WHERE p.id IN "
+                "(SELECT a.paper_id FROM topics_assignment a WHERE a.state = 'accepted' AND "
+                "a.topic_id = ANY(%s)) ORDER BY p.submitted DESC, p.id DESC LIMIT 30",
+                [[t.pk for t in biggest]],
+            )
+        )
+    del Assignment
+    return cases
+
+
+def run(options) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from papers.models import Paper
+
+    cases = build_cases()
+    if options.only:
+        wanted = set(options.only.split(","))
+        cases = [case for case in cases if case.name in wanted]
+    print(
+        f"{Paper.objects.count():,} papers; {'cached' if options.cached else 'uncached'}; "
+        f"{options.repeat} requests per case after one warm-up; load average "
+        f"{os.getloadavg()[0]:.1f}\n"
+    )
+    header = (
+        f"{'case':<15} {'median ms':>10} {'p95 ms':>8} {'SQL':>5} {'bare SQL ms':>12} "
+        f"{'ratio':>7}  target"
+    )
+    print(header)
+    print("-" * len(header))
+    for case in cases:
+        case.run()  # warm-up (connection, template loading, the local cache when --cached)
+        with CaptureQueriesContext(connection) as captured:
+            case.run()
+        case.queries = len(captured)
+        times = []
+        for _ in range(options.repeat):
+            started = time.perf_counter()
+            case.run()
+            times.append((time.perf_counter() - started) * 1000)
+        bare = []
+        with connection.cursor() as cursor:
+            for _ in range(max(5, options.repeat // 3)):
+                started = time.perf_counter()
+                cursor.execute(case.bare_sql, case.bare_params)
+                cursor.fetchall()
+                bare.append((time.perf_counter() - started) * 1000)
+        median = statistics.median(times)
+        bare_median = statistics.median(bare)
+        target = TARGETS.get(case.name)
+        verdict = ""
+        if target is not None:
+            verdict = f"<= {target:g} ms {'ok' if median <= target else 'MISS'}"
+        print(
+            f"{case.name:<15} {median:>10.1f} {percentile(times, 0.95):>8.1f} "
+            f"{case.queries:>5} {bare_median:>12.2f} {median / bare_median:>7.1f}  {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()
