@@ -17,3 +17,47 @@ def _clear_cache(request):
     cache.clear()
     yield
     cache.clear()
+
+
+# --- browser tests (Playwright driving Debian's chromium) --------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+# Screenshots a browser test takes are kept here as test artefacts (ignored by git).
+ARTIFACTS_DIR = __import__("pathlib").Path(__file__).resolve().parent / "var" / "test-artifacts"
+
+
+@pytest.fixture
+def browser(live_server, monkeypatch):
+    """A headless chromium (Debian's ``/usr/bin/chromium``, never ``playwright install``)
+    driven by Playwright's sync API against ``live_server``; yields the Browser.
+
+    Playwright's sync API runs an event loop in this thread, so the test's own ORM calls need
+    ``DJANGO_ALLOW_ASYNC_UNSAFE`` (the live server answers in its own threads).
+    """
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def screenshot(request):
+    """``screenshot(page, name)`` saves a full-page PNG under ``var/test-artifacts/<test>/``
+    and returns its path."""
+
+    def take(page, name: str):
+        directory = ARTIFACTS_DIR / request.node.name
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
