@@ -1711,9 +1711,11 @@ def _curated_topic(*, name: str, parent: Topic | None) -> Topic | None:
     it (keeping or changing its slug) or merged it away, else ``None``.
 
     An import's topic got the slug ``slugify(name)`` or that with a ``-N`` suffix
-    (:func:`_unique_slug`). A topic still under ``parent`` with such a slug is taken first;
-    then a redirect from such a slug to a topic now under ``parent``; then the redirect from
-    exactly ``slugify(name)`` wherever its topic now lives (a merge target may sit elsewhere).
+    (:func:`_unique_slug`). A topic still under ``parent`` with such a slug whose history shows
+    it once had ``name`` is taken first (a rename that kept the slug; a topic that merely
+    happens to hold the slug is not it); then a redirect from such a slug to a topic now under
+    ``parent``; then the redirect from exactly ``slugify(name)`` wherever its topic now lives
+    (a merge target may sit elsewhere).
     """
     base = slugify(name)[:190] or "topic"
     pattern = rf"^{re.escape(base)}(-[0-9]+)?$"
@@ -1721,6 +1723,7 @@ def _curated_topic(*, name: str, parent: Topic | None) -> Topic | None:
     kept = (
         Topic.objects.active()
         .filter(slug__regex=pattern, parent_id=parent_id)
+        .filter(pk__in=Topic.history.filter(name=name).values("id"))
         .order_by("pk")
         .first()
     )
