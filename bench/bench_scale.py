@@ -1,7 +1,7 @@
 """Server time of the site's heavy reads on a large corpus, each beside the bare SQL that fetches
 the same rows.
 
-    .venv/bin/python bench/make_corpus.py --papers 1000000      # once, ~15 min
+    .venv/bin/python bench/make_corpus.py --papers 1000000      # once, ~25 min
     .venv/bin/python bench/bench_scale.py [--repeat 30] [--cached]
         [--database-url postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus]
         [--only topic-leaf,search-common]

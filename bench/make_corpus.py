@@ -24,7 +24,7 @@ What it makes (the figures are printed at the end):
    (``tag`` would write them; the pages never read history).
 
 Everything is written with binary COPY in chunks, then ``ANALYZE``. At 1,000,000 papers it
-takes about 10-15 minutes and 4-5 GB on this machine. Not part of the tests or CI.
+takes about 25 minutes (on a loaded machine) and 2.5 GB. Not part of the tests or CI.
 """
 
 from __future__ import annotations
