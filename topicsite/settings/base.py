@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "papers",
     "topics",
     "follows",
@@ -122,14 +123,169 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="topicsite <noreply@l
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 
 # --- accounts (django-allauth; issue 5) ---
+# Readers sign in with their email address; allauth derives the (hidden) username from it.
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_EMAIL_VERIFICATION = "mandatory"
+# Confirmation is a POST from the page the emailed link opens, so link scanners in mail
+# clients cannot confirm an address by fetching it.
+ACCOUNT_CONFIRM_EMAIL_ON_GET = False
+ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
+ACCOUNT_EMAIL_CONFIRMATION_EXPIRE_DAYS = 3
+ACCOUNT_MAX_EMAIL_ADDRESSES = 5
+# Mail the account's addresses when its password or email addresses change.
+ACCOUNT_EMAIL_NOTIFICATIONS = True
+ACCOUNT_EMAIL_SUBJECT_PREFIX = "[topicsite] "
+ACCOUNT_DEFAULT_HTTP_PROTOCOL = SITE_URL.split("://", 1)[0]
+# Changing the password keeps this session signed in; every other session of the user ends
+# (Django's session auth hash changes with the password).
+ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
+ACCOUNT_LOGOUT_REDIRECT_URL = "/"
+ACCOUNT_SESSION_REMEMBER = None
+ACCOUNT_PREVENT_ENUMERATION = True
+# Counted in the cache (Redis outside the embedded default), so every web process shares them.
+# login_failed: per client address, and per email address tried (5 failures in 5 minutes).
+ACCOUNT_RATE_LIMITS = {
+    "login": "30/m/ip",
+    "login_failed": "10/m/ip,5/5m/key",
+    "signup": "20/m/ip",
+    "reset_password": "20/m/ip,5/m/key",
+    "reset_password_from_key": "20/m/ip",
+    "change_password": "5/m/user",
+    "manage_email": "10/m/user",
+}
+# Behind N reverse proxies, the client address is the N-th from the right of X-Forwarded-For;
+# 0 (no proxy) uses the connection's address. Rate limits are counted per client address.
+ALLAUTH_TRUSTED_PROXY_COUNT = env_int("ALLAUTH_TRUSTED_PROXY_COUNT", 0, minimum=0)
 
 # --- follows, feed and Atom feeds (issue 5) ---
+# A new saved search is matched against the papers submitted in this many days up to the
+# newest stored paper, at most this many of the newest.
+FOLLOWS_SEARCH_BACKFILL_DAYS = env_int("FOLLOWS_SEARCH_BACKFILL_DAYS", 90, minimum=1)
+FOLLOWS_SEARCH_BACKFILL_MAX_PAPERS = env_int(
+    "FOLLOWS_SEARCH_BACKFILL_MAX_PAPERS", 50_000, minimum=1
+)
+# Import of an export file: refused as a whole above these sizes.
+FOLLOWS_IMPORT_MAX_BYTES = 1_000_000
+FOLLOWS_IMPORT_MAX_FOLLOWS = 1000
 
 # --- digests (issue 5) ---
+# The hourly beat task (digests.tasks.digests_send_due, a django-celery-beat schedule made by
+# digests/migrations/0002_send_due_schedule.py) sends daily digests from this UTC hour on,
+# weekly ones from this hour on Monday.
+DIGESTS_SEND_HOUR = env_int("DIGESTS_SEND_HOUR", 6, minimum=0)
+# A digest left "sending" longer than this (minutes) is marked unconfirmed, never resent blindly.
+DIGESTS_SENDING_STALE_MINUTES = env_int("DIGESTS_SENDING_STALE_MINUTES", 30, minimum=1)
+# Attempts at a digest the mail server refused before the sweep stops queuing it again.
+DIGESTS_MAX_ATTEMPTS = env_int("DIGESTS_MAX_ATTEMPTS", 5, minimum=1)
+# Each digest looks back this many minutes before the previous one's cutoff, for papers tagged
+# after they were stored; papers already sent are excluded whatever the window.
+DIGESTS_WINDOW_OVERLAP_MINUTES = env_int("DIGESTS_WINDOW_OVERLAP_MINUTES", 24 * 60, minimum=0)
+# Papers listed per follow in an email; the rest are counted with a link to the site.
+DIGESTS_PAPERS_PER_FOLLOW = env_int("DIGESTS_PAPERS_PER_FOLLOW", 25, minimum=1)
+# How long (days) the unsubscribe links in a digest keep working.
+DIGESTS_UNSUBSCRIBE_MAX_AGE_DAYS = env_int("DIGESTS_UNSUBSCRIBE_MAX_AGE_DAYS", 180, minimum=1)
 
 # --- api (DRF, django-filter, drf-spectacular, CORS; issue 6) ---
 
+
+def _env_throttle_rate(name: str, default: str) -> str:
+    """Read ``name`` as a DRF rate, ``<requests>/<period>`` (``60/min``); fail loudly otherwise."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    raw = env.str(name, default=default).strip()
+    number, _, period = raw.partition("/")
+    periods = {"s", "sec", "second", "m", "min", "minute", "h", "hour", "d", "day"}
+    if not number.isdigit() or int(number) < 1 or period not in periods:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a rate; use <requests>/<period> with a period of s, min, "
+            "hour or day (60/min)."
+        )
+    return raw
+
+
+# API access (api/authentication.py, api/throttling.py): reads without credentials per client
+# address, reads with a token per user, writes per user.
+API_THROTTLE_ANON = _env_throttle_rate("API_THROTTLE_ANON", "60/min")
+API_THROTTLE_USER = _env_throttle_rate("API_THROTTLE_USER", "600/min")
+API_THROTTLE_WRITE = _env_throttle_rate("API_THROTTLE_WRITE", "60/min")
+# Proxies in front of the site that append to X-Forwarded-For (0: use REMOTE_ADDR, which a client
+# cannot forge; behind one nginx, 1).
+API_NUM_PROXIES = env_int("API_NUM_PROXIES", 0, minimum=0)
+# Active API tokens a user may hold at once.
+API_TOKENS_PER_USER = env_int("API_TOKENS_PER_USER", 20, minimum=1)
+
+# One key per line: the read side and the access side (tokens, throttles) both edit this dict.
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.PageNumberPagination",
+    "PAGE_SIZE": 25,
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
+    "DATE_FORMAT": "iso-8601",
+    "DATETIME_FORMAT": "iso-8601",
+    "COERCE_DECIMAL_TO_STRING": False,
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "api.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # Reads for anyone, writes with credentials (DRF's own class: drf-spectacular then marks
+    # reads as needing no authentication); views that need a role say so (api/permissions.py).
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ApiRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": API_THROTTLE_ANON,
+        "user": API_THROTTLE_USER,
+        "write": API_THROTTLE_WRITE,
+    },
+    "NUM_PROXIES": API_NUM_PROXIES,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "topicsite API",
+    "DESCRIPTION": (
+        "Read arXiv papers by topic: papers, topics with momentum and weekly trends, "
+        "categories, full-text search and exports (BibTeX, CSV, JSON lines). "
+        'Every error has the shape {"error": {"status", "code", "message", "details"}}.'
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    # The docs pages' JavaScript and CSS are served by the site itself (no CDN).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "api.schema.add_error_responses",
+    ],
+}
+# CORS (django-cors-headers), only under /api/v1/: any origin may read, and may write with a
+# token in the Authorization header, never with cookies (no credentials: a session's writes
+# stay same-origin, behind CSRF). Clients may read the caching and rate-limit headers.
+CORS_URLS_REGEX = r"^/api/v1/.*$"
+CORS_ALLOW_ALL_ORIGINS = True
+CORS_ALLOW_CREDENTIALS = False
+CORS_ALLOW_METHODS = ["GET", "HEAD", "OPTIONS", "POST", "DELETE"]
+CORS_EXPOSE_HEADERS = ["ETag", "Last-Modified", "Retry-After", "Link"]
+
 # --- ask (issue 7) ---
+# Questions longer than this many characters are refused (page: form error; API: 400).
+ASK_MAX_QUESTION_LENGTH = env_int("ASK_MAX_QUESTION_LENGTH", 500, minimum=1)
+# Questions a minute per signed-in user and per client address, page and API together.
+ASK_RATE_LIMIT_PER_MINUTE = env_int("ASK_RATE_LIMIT_PER_MINUTE", 10, minimum=1)
+# Answers are cached per topic, normalised question and data version for this many seconds.
+ASK_CACHE_SECONDS = env_int("ASK_CACHE_SECONDS", 24 * 60 * 60, minimum=0)
+# Optional generator: an OpenAI-compatible chat endpoint (POST {base}/chat/completions). Unset
+# base URL or model: answers are extractive only. ASK_LLM_TIMEOUT is in seconds.
+ASK_LLM_BASE_URL = env.str("ASK_LLM_BASE_URL", default="").rstrip("/")
+ASK_LLM_MODEL = env.str("ASK_LLM_MODEL", default="")
+ASK_LLM_API_KEY = env.str("ASK_LLM_API_KEY", default="")
+ASK_LLM_TIMEOUT = env_int("ASK_LLM_TIMEOUT", 10, minimum=1)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
