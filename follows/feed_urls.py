@@ -1,3 +1,12 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from . import feed_views
+from .feeds import PrivateAtomFeed
+
+app_name = "feed"
+
+urlpatterns = [
+    path("", feed_views.feed_index, name="index"),
+    path("atom/regenerate/", feed_views.private_feed_regenerate, name="regenerate"),
+    path("atom/<str:token>/", PrivateAtomFeed(), name="atom"),
+]

@@ -7,6 +7,8 @@ materialised in :class:`SearchMatch` when they are stored and when the search is
 the feed and the digests read one join for both kinds.
 """
 
+import secrets
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -106,3 +108,33 @@ class SearchMatch(models.Model):
 
     def __str__(self):
         return f"{self.paper_id} matches follow {self.follow_id}"
+
+
+# --- Personal feed state (the /feed/ page and the private Atom feed; issue 5) ---------------
+
+
+def new_private_feed_key() -> str:
+    """A fresh random key for a user's private Atom feed (32 URL-safe characters)."""
+    return secrets.token_urlsafe(24)
+
+
+class FeedState(TimeStampedModel):
+    """What the feed remembers about one ``user``.
+
+    - ``last_visit_at``: when the user last opened ``/feed/`` (any page of it);
+    - ``seen_before``: papers stored (``Paper.created_at``) before this moment count as seen;
+      it moves to the previous visit's time when a visit starts more than
+      ``follows.feed_services.VISIT_GAP`` after the last one; ``None`` until a second visit;
+    - ``private_feed_key``: random key that the private Atom feed's signed token carries;
+      regenerating it makes every earlier feed URL invalid.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="feed_state"
+    )
+    seen_before = models.DateTimeField(null=True, blank=True)
+    last_visit_at = models.DateTimeField(null=True, blank=True)
+    private_feed_key = models.CharField(max_length=64, default=new_private_feed_key)
+
+    def __str__(self):
+        return f"feed state of {self.user}"

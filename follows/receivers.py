@@ -2,8 +2,10 @@
 
 from django.dispatch import receiver
 
+from papers.signals import papers_stored
 from topics.signals import topics_merged
 
+from .models import Follow
 from .services import follows_move
 
 
@@ -12,3 +14,16 @@ def move_follows_of_merged_topic(sender, source_id: int, target_id: int, **kwarg
     """A merge moved topic ``source_id`` into ``target_id`` (the signal fires after the merge
     commits): its followers now follow the target. Returns the number of follows moved."""
     return follows_move(source_id=source_id, target_id=target_id)
+
+
+@receiver(papers_stored, dispatch_uid="follows.match_saved_searches")
+def match_saved_searches(sender, paper_ids, **kwargs) -> bool:
+    """Queue ``follows.tasks.saved_searches_match`` for papers an ingestion batch stored (the
+    signal fires after commit); nothing is queued while nobody has a saved search. Returns
+    whether a task was queued."""
+    from .tasks import saved_searches_match
+
+    if not paper_ids or not Follow.objects.filter(kind=Follow.Kind.SEARCH).exists():
+        return False
+    saved_searches_match.delay(list(paper_ids))
+    return True

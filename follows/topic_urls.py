@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from .feeds import TopicAtomFeed
+
+app_name = "topic-feed"
+
+urlpatterns = [
+    path("<slug:slug>/feed/", TopicAtomFeed(), name="atom"),
+]

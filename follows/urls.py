@@ -5,5 +5,11 @@ from . import views
 app_name = "follows"
 
 urlpatterns = [
+    path("", views.follow_list, name="list"),
     path("topics/<slug:slug>/", views.follow_toggle, name="toggle"),
+    path("searches/", views.search_create, name="search-create"),
+    path("<int:pk>/frequency/", views.follow_frequency, name="frequency"),
+    path("<int:pk>/delete/", views.follow_remove, name="delete"),
+    path("export.json", views.follows_export_view, name="export"),
+    path("import/", views.follows_import_view, name="import"),
 ]

@@ -1,29 +1,75 @@
-"""Follow and unfollow a topic from its page; plain HTML forms, no JavaScript."""
+"""Follow pages: follow a topic from its page (plain form, or JSON for ``static/js/follow.js``),
+the user's follows page with saved searches and digest frequencies, export and import.
 
+Every view that changes something is a POST; a follow id that is not the user's own is a 404.
+"""
+
+import functools
+import json
+
+from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect
-from django.views.decorators.http import require_POST
+from django.core.exceptions import ValidationError
+from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
 
 from topics.models import Topic
 
+from . import selectors
+from .forms import DigestFrequencyForm, ImportForm, SavedSearchForm
 from .models import Follow
-from .services import follow_create, follow_delete
+from .services import (
+    follow_create,
+    follow_delete,
+    follow_search_create,
+    follow_update,
+    follows_import,
+)
+
+
+def _wants_json(request) -> bool:
+    """The client asked for JSON first (``Accept: application/json``, as follow.js sends);
+    a browser's ``text/html, ..., */*`` is not."""
+    return request.get_preferred_type(["text/html", "application/json"]) == "application/json"
+
+
+def _login_required_post(view):
+    """Anonymous POSTs go to the login page with ``next`` set to the follows page (a GET of
+    the POST's own URL afterwards could not replay it)."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(reverse("follows:list"))
+        return view(request, *args, **kwargs)
+
+    return wrapper
 
 
 @require_POST
 def follow_toggle(request, slug):
-    """POST ``/follows/topics/<slug>/``: follow or unfollow an active topic, then go back to
-    its page.
+    """POST ``/follows/topics/<slug>/``: follow or unfollow an active topic.
 
     The form sends ``action`` = ``follow`` or ``unfollow`` so a repeated submission leaves the
-    same state; without ``action`` the current state is flipped. Anonymous users are sent to
-    the login page with ``next`` set to the topic page (a GET there could not replay the POST).
+    same state; without ``action`` the current state is flipped. A plain form submission goes
+    back to the topic page; a request that asks for JSON (``Accept: application/json``) gets
+    ``{"following": bool, "follower_count": int}``. Anonymous users are sent to the login page
+    with ``next`` set to the topic page (JSON: 401 with ``{"error", "login_url"}``).
     404 for an unknown or inactive topic, 400 for any other ``action``; GET is 405.
     """
     topic = get_object_or_404(Topic.objects.active(), slug=slug)
+    wants_json = _wants_json(request)
     if not request.user.is_authenticated:
+        if wants_json:
+            login_url = redirect_to_login(topic.get_absolute_url())["Location"]
+            return JsonResponse(
+                {"error": "Log in to follow topics.", "login_url": login_url}, status=401
+            )
         return redirect_to_login(topic.get_absolute_url())
     action = request.POST.get("action")
     if action is None:
@@ -31,10 +77,125 @@ def follow_toggle(request, slug):
         action = "unfollow" if following else "follow"
     if action == "follow":
         follow_create(user=request.user, topic=topic)
-        messages.success(request, f"You now follow {topic.display_name}.")
+        message = f"You now follow {topic.display_name}."
     elif action == "unfollow":
         follow_delete(user=request.user, topic=topic)
-        messages.success(request, f"You no longer follow {topic.display_name}.")
+        message = f"You no longer follow {topic.display_name}."
     else:
+        if wants_json:
+            return JsonResponse({"error": "action must be 'follow' or 'unfollow'."}, status=400)
         return HttpResponseBadRequest("action must be 'follow' or 'unfollow'.")
+    if wants_json:
+        return JsonResponse(
+            {
+                "following": action == "follow",
+                "follower_count": selectors.follower_count(topic=topic),
+            }
+        )
+    messages.success(request, message)
     return redirect(topic)
+
+
+def _render_list(request, *, search_form=None, import_form=None, status=200):
+    follows = selectors.user_follows(user=request.user)
+    context = {
+        "topic_follows": [f for f in follows if f.kind == Follow.Kind.TOPIC],
+        "search_follows": [f for f in follows if f.kind == Follow.Kind.SEARCH],
+        "frequencies": Follow.Frequency.choices,
+        "search_form": search_form or SavedSearchForm(),
+        "import_form": import_form or ImportForm(),
+    }
+    return render(request, "follows/follow_list.html", context, status=status)
+
+
+@require_GET
+@login_required
+def follow_list(request):
+    """GET ``/follows/``: the user's followed topics and saved searches, each with its digest
+    frequency and an unfollow button; forms to add a saved search and to import follows.
+    A fixed number of queries whatever the number of follows."""
+    return _render_list(request)
+
+
+@require_POST
+@_login_required_post
+def search_create(request):
+    """POST ``/follows/searches/``: follow a saved search (``SavedSearchForm``), then back to
+    the follows page. A bad query, unknown topics or categories: the page again (400) with the
+    errors next to their fields, the query's with the reason and position."""
+    form = SavedSearchForm(request.POST)
+    if form.is_valid():
+        try:
+            follow = follow_search_create(user=request.user, **form.cleaned_data)
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            messages.success(request, f"You now follow the search {follow.label}.")
+            return redirect("follows:list")
+    return _render_list(request, search_form=form, status=400)
+
+
+@require_POST
+@_login_required_post
+def follow_frequency(request, pk):
+    """POST ``/follows/<pk>/frequency/``: set one of the user's follows' digest frequency
+    (``daily``, ``weekly``, ``off``). 404 for a follow that is not the user's, 400 for a bad
+    value."""
+    follow = get_object_or_404(Follow.objects.select_related("topic"), pk=pk, user=request.user)
+    form = DigestFrequencyForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("digest_frequency must be daily, weekly or off.")
+    follow_update(follow=follow, digest_frequency=form.cleaned_data["digest_frequency"])
+    messages.success(
+        request, f"Digest for {follow.label}: {follow.get_digest_frequency_display().lower()}."
+    )
+    return redirect("follows:list")
+
+
+@require_POST
+@_login_required_post
+def follow_remove(request, pk):
+    """POST ``/follows/<pk>/delete/``: unfollow one of the user's follows (topic or saved
+    search). 404 for a follow that is not the user's."""
+    follow = get_object_or_404(Follow.objects.select_related("topic"), pk=pk, user=request.user)
+    follow_delete(user=request.user, follow=follow)
+    messages.success(request, f"You no longer follow {follow.label}.")
+    return redirect("follows:list")
+
+
+@require_GET
+@login_required
+def follows_export_view(request):
+    """GET ``/follows/export.json``: the user's own follows as a JSON download
+    (``follows.selectors.follows_export``)."""
+    data = selectors.follows_export(user=request.user)
+    response = HttpResponse(
+        json.dumps(data, ensure_ascii=False, indent=2), content_type="application/json"
+    )
+    filename = f"topicsite-follows-{timezone.localdate():%Y-%m-%d}.json"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_POST
+@_login_required_post
+def follows_import_view(request):
+    """POST ``/follows/import/`` (multipart, field ``file``): add the follows of an export file.
+    All or nothing: a bad file is refused as a whole (the follows page again, 400, with a
+    message naming each bad entry)."""
+    form = ImportForm(request.POST, request.FILES)
+    if form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            # Read one byte past the cap so the service sees the file is too large without
+            # reading all of an enormous upload.
+            content = upload.read(settings.FOLLOWS_IMPORT_MAX_BYTES + 1)
+            created = follows_import(user=request.user, content=content)
+        except ValidationError as error:
+            form.add_error("file", error)
+        else:
+            messages.success(
+                request, f"Imported {created} new follow{'s' if created != 1 else ''}."
+            )
+            return redirect("follows:list")
+    return _render_list(request, import_form=form, status=400)

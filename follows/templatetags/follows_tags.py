@@ -4,20 +4,22 @@ its templates load this library)."""
 from django import template
 
 from ..models import Follow
+from ..selectors import follower_count
 
 register = template.Library()
 
 
 @register.inclusion_tag("follows/_follow_button.html", takes_context=True)
 def follow_button(context, topic):
-    """``{% follow_button topic %}``: the follower count ("12 followers") and a POST form whose
-    button reads "Follow this topic", or "Unfollow this topic" when the signed-in user follows
-    it. Two queries for a signed-in user, one otherwise.
+    """``{% follow_button topic %}``: the follower count ("12 followers", never who they are)
+    and a POST form whose button reads "Follow this topic", or "Unfollow this topic" when the
+    signed-in user follows it; ``static/js/follow.js`` submits it in place where JavaScript
+    runs. Two queries for a signed-in user, one otherwise.
     """
     user = context["request"].user
     following = user.is_authenticated and Follow.objects.filter(user=user, topic=topic).exists()
     return {
         "topic": topic,
-        "follower_count": Follow.objects.filter(topic=topic).count(),
+        "follower_count": follower_count(topic=topic),
         "following": following,
     }

@@ -5,6 +5,8 @@ import re
 import pytest
 from django.test import Client
 
+from accounts.tests.factories import PASSWORD as READER_PASSWORD
+from accounts.tests.factories import UserFactory as ReaderFactory
 from follows.models import Follow
 from follows.services import follow_create, follow_delete
 from topics.tests.factories import TopicFactory, UserFactory
@@ -137,24 +139,75 @@ def test_the_rendered_form_posts_with_its_csrf_token():
 
 
 def test_login_page_returns_to_the_topic_and_logout_comes_back(client):
-    UserFactory(username="reader")
+    # allauth logs in by email, and only once the address is verified.
+    ReaderFactory(email="reader@example.org")
     topic = TopicFactory()
     login_url = client.post(follow_url(topic), {"action": "follow"})["Location"]
 
     response = client.post(
         login_url,
         {
-            "username": "reader",
-            "password": "correct horse battery staple",
+            "login": "reader@example.org",
+            "password": READER_PASSWORD,
             "next": topic.get_absolute_url(),
         },
     )
     assert response.status_code == 302
     assert response["Location"] == topic.get_absolute_url()
     page = client.get(topic.get_absolute_url()).content.decode()
-    assert "reader" in page and "Log out" in page
+    assert "reader@example.org" in page and "Log out" in page
     assert not Follow.objects.exists()  # logging in does not replay the follow
 
     response = client.post("/accounts/logout/", {"next": topic.get_absolute_url()})
     assert response["Location"] == topic.get_absolute_url()
     assert "Log in" in client.get(topic.get_absolute_url()).content.decode()
+
+
+# --- in place, for static/js/follow.js --------------------------------------------------------
+
+JSON = {"HTTP_ACCEPT": "application/json"}
+BROWSER = {"HTTP_ACCEPT": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+def test_a_json_request_gets_the_state_and_the_count(client):
+    user, topic = UserFactory(), TopicFactory()
+    follow_create(user=UserFactory(), topic=topic)
+    client.force_login(user)
+
+    response = client.post(follow_url(topic), {"action": "follow"}, **JSON)
+    assert response.status_code == 200
+    assert response.json() == {"following": True, "follower_count": 2}
+    # No flash message is left for the next page load.
+    assert "You now follow" not in client.get(topic.get_absolute_url()).content.decode()
+
+    response = client.post(follow_url(topic), {"action": "unfollow"}, **JSON)
+    assert response.json() == {"following": False, "follower_count": 1}
+    assert not Follow.objects.filter(user=user).exists()
+
+    response = client.post(follow_url(topic), {"action": "nonsense"}, **JSON)
+    assert response.status_code == 400 and "action" in response.json()["error"]
+
+
+def test_a_browser_accept_header_still_gets_the_redirect(client):
+    user, topic = UserFactory(), TopicFactory()
+    client.force_login(user)
+    response = client.post(follow_url(topic), {"action": "follow"}, **BROWSER)
+    assert response.status_code == 302
+    assert response["Location"] == topic.get_absolute_url()
+
+
+def test_an_anonymous_json_request_gets_401_with_the_login_url(client):
+    topic = TopicFactory()
+    response = client.post(follow_url(topic), {"action": "follow"}, **JSON)
+    assert response.status_code == 401
+    assert response.json()["login_url"] == f"/accounts/login/?next=/topics/{topic.slug}/"
+    assert not Follow.objects.exists()
+
+
+def test_the_topic_page_loads_the_script_and_shows_no_follower_names(client):
+    topic = TopicFactory()
+    follow_create(user=UserFactory(username="secret-follower"), topic=topic)
+    page = client.get(topic.get_absolute_url()).content.decode()
+    assert '<script src="/static/js/follow.js" defer></script>' in page
+    assert "1 follower<" in page
+    assert "secret-follower" not in page

@@ -1,0 +1,229 @@
+"""Reads for follows: the papers of a follow or of all a user's follows, which follows matched
+which papers, follower counts, the follows page and the export. No side effects; each function
+runs a fixed number of queries whatever the size of the data.
+
+The papers of a **topic follow** are those with an accepted assignment to the topic or a
+descendant (as on the topic page). The papers of a **saved search** are its stored matches
+(``SearchMatch``: query and category scope) that, when the search has a topic scope, also have
+an accepted assignment in one of its topics or their descendants (applied here, so tagging
+that finishes after matching and later curator decisions count). Withdrawn papers are kept
+(cards mark them).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models.lookups import StartsWith
+from django.utils import timezone
+
+from papers.models import Paper
+from topics.models import Assignment, Topic
+from topics.selectors import topic_papers
+
+from .models import Follow, SearchMatch
+
+__all__ = [
+    "EXPORT_VERSION",
+    "follow_papers",
+    "follower_count",
+    "follows_export",
+    "user_follow_matches",
+    "user_follows",
+    "user_papers",
+]
+
+EXPORT_VERSION = 1
+
+_TopicScope = Follow.topic_scope.through
+
+
+def _scoped_matches() -> QuerySet[SearchMatch]:
+    """Stored matches that pass their search's topic scope (no scope, or an accepted
+    assignment of the paper in a scope topic or a descendant)."""
+    scope = _TopicScope.objects.filter(follow_id=OuterRef("follow_id"))
+    in_scope = scope.filter(
+        Exists(
+            Assignment.objects.accepted().filter(
+                paper_id=OuterRef(OuterRef("paper_id")),
+                topic__path__startswith=OuterRef("topic__path"),
+            )
+        )
+    )
+    return SearchMatch.objects.filter(~Exists(scope) | Exists(in_scope))
+
+
+def _arrived_since(papers: QuerySet[Paper], since: dt.datetime | dt.date | None):
+    """Papers stored (``created_at``) at or after ``since`` (a date means its midnight in the
+    site's time zone)."""
+    if since is None:
+        return papers
+    if not isinstance(since, dt.datetime):
+        since = timezone.make_aware(dt.datetime.combine(since, dt.time.min))
+    return papers.filter(created_at__gte=since)
+
+
+def follow_papers(*, follow: Follow) -> QuerySet[Paper]:
+    """The papers of ``follow`` (topic or saved search, see the module docstring), distinct,
+    newest first (submitted descending, then id descending). One query when evaluated."""
+    if follow.kind == Follow.Kind.TOPIC:
+        return topic_papers(topic=follow.topic)
+    matches = _scoped_matches().filter(follow_id=follow.pk).values("paper_id")
+    return Paper.objects.filter(pk__in=matches).newest_first()
+
+
+def user_papers(*, user, since: dt.datetime | dt.date | None = None) -> QuerySet[Paper]:
+    """Distinct papers of any of ``user``'s follows, newest first (submitted descending, then
+    id descending); with ``since``, only papers stored (``Paper.created_at``) at or after it.
+    One SQL query: ``IN`` subqueries over accepted assignments under the followed topics'
+    paths and over the scoped search matches. Chainable (``.for_cards()``, slicing)."""
+    # The followed topics' subtrees first (few rows), then their accepted assignments through
+    # the (topic, state) index.
+    followed_above = Follow.objects.filter(
+        StartsWith(OuterRef("path"), F("topic__path")),
+        user=user,
+        kind=Follow.Kind.TOPIC,
+    ).exclude(topic__path="")
+    subtree_topic_ids = Topic.objects.filter(Exists(followed_above)).values("pk")
+    topic_paper_ids = (
+        Assignment.objects.accepted().filter(topic_id__in=subtree_topic_ids).values("paper_id")
+    )
+    search_paper_ids = (
+        _scoped_matches()
+        .filter(follow__user=user, follow__kind=Follow.Kind.SEARCH)
+        .values("paper_id")
+    )
+    papers = Paper.objects.filter(Q(pk__in=topic_paper_ids) | Q(pk__in=search_paper_ids))
+    return _arrived_since(papers, since).newest_first()
+
+
+def _follow_sort_key(follow: Follow):
+    return (follow.kind != Follow.Kind.TOPIC, follow.label.casefold(), follow.pk)
+
+
+def user_follows(*, user) -> list[Follow]:
+    """``user``'s follows for display: topics first, then saved searches, each by label;
+    ``topic``, ``topic_scope`` and ``category_scope`` loaded. Three queries."""
+    follows = (
+        Follow.objects.filter(user=user)
+        .select_related("topic")
+        .prefetch_related("topic_scope", "category_scope")
+    )
+    return sorted(follows, key=_follow_sort_key)
+
+
+def user_follow_matches(
+    *,
+    user,
+    paper_ids: Iterable[int] | None = None,
+    since: dt.datetime | dt.date | None = None,
+) -> dict[int, list[Follow]]:
+    """Which of ``user``'s follows matched each paper: ``{paper pk: [Follow, ...]}`` (follows
+    ordered topics first, then saved searches, each by label; ``topic`` and ``topic_scope``
+    loaded), only papers that at least one follow matched.
+
+    ``paper_ids``: the papers to look at (e.g. one feed page); ``None`` means every paper of
+    :func:`user_papers` (with ``since``). ``since`` keeps papers stored at or after it. At most
+    five queries whatever the number of papers or follows.
+    """
+    follows = sorted(
+        Follow.objects.filter(user=user).select_related("topic").prefetch_related("topic_scope"),
+        key=_follow_sort_key,
+    )
+    if not follows:
+        return {}
+    if paper_ids is None:
+        ids = list(user_papers(user=user, since=since).values_list("pk", flat=True))
+    else:
+        ids = list(dict.fromkeys(paper_ids))
+        if since is not None and ids:
+            papers = _arrived_since(Paper.objects.filter(pk__in=ids), since)
+            ids = list(papers.values_list("pk", flat=True))
+    if not ids:
+        return {}
+    paths: dict[int, list[str]] = defaultdict(list)
+    for paper_id, path in (
+        Assignment.objects.accepted()
+        .filter(paper_id__in=ids)
+        .values_list("paper_id", "topic__path")
+    ):
+        paths[paper_id].append(path)
+    search_ids = [f.pk for f in follows if f.kind == Follow.Kind.SEARCH]
+    matched = set()
+    if search_ids:
+        matched = set(
+            SearchMatch.objects.filter(follow_id__in=search_ids, paper_id__in=ids).values_list(
+                "paper_id", "follow_id"
+            )
+        )
+
+    def under(paper_id: int, topics: Iterable[Topic]) -> bool:
+        prefixes = tuple(t.path for t in topics if t.path)
+        return bool(prefixes) and any(p.startswith(prefixes) for p in paths[paper_id])
+
+    result: dict[int, list[Follow]] = {}
+    for paper_id in ids:
+        hits = []
+        for follow in follows:
+            if follow.kind == Follow.Kind.TOPIC:
+                hit = under(paper_id, [follow.topic])
+            else:
+                scope = follow.topic_scope.all()
+                hit = (paper_id, follow.pk) in matched and (not scope or under(paper_id, scope))
+            if hit:
+                hits.append(follow)
+        if hits:
+            result[paper_id] = hits
+    return result
+
+
+def follower_count(*, topic: Topic) -> int:
+    """How many users follow ``topic`` itself (not its descendants). One query."""
+    return Follow.objects.filter(topic=topic, kind=Follow.Kind.TOPIC).count()
+
+
+def follows_export(*, user) -> dict:
+    """``user``'s follows as the export file holds them (JSON-ready)::
+
+        {"version": 1, "exported_at": "2026-11-30T04:15:24+00:00",
+         "follows": [{"kind": "topic", "topic": slug, "digest_frequency": "weekly"},
+                     {"kind": "search", "query": str, "topics": [slug, ...],
+                      "categories": [code, ...], "digest_frequency": "daily"}]}
+
+    Follows oldest first, scopes sorted; three queries. ``follows.services.follows_import``
+    reads it back.
+    """
+    follows = (
+        Follow.objects.filter(user=user)
+        .select_related("topic")
+        .prefetch_related("topic_scope", "category_scope")
+        .order_by("created_at", "pk")
+    )
+    entries = []
+    for follow in follows:
+        if follow.kind == Follow.Kind.TOPIC:
+            entries.append(
+                {
+                    "kind": follow.kind,
+                    "topic": follow.topic.slug,
+                    "digest_frequency": follow.digest_frequency,
+                }
+            )
+        else:
+            entries.append(
+                {
+                    "kind": follow.kind,
+                    "query": follow.query,
+                    "topics": sorted(t.slug for t in follow.topic_scope.all()),
+                    "categories": sorted(c.code for c in follow.category_scope.all()),
+                    "digest_frequency": follow.digest_frequency,
+                }
+            )
+    return {
+        "version": EXPORT_VERSION,
+        "exported_at": timezone.now().isoformat(timespec="seconds"),
+        "follows": entries,
+    }
