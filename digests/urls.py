@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from . import views
+
+app_name = "digests"
+
+urlpatterns = [
+    path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
+]

@@ -1,0 +1,76 @@
+"""Digest tasks (queue ``default``). Thin: take ids, call one service.
+
+``digests_send_due`` runs hourly from django-celery-beat (the schedule is made by
+``digests/migrations/0002_send_due_schedule.py``) and queues one ``digest_send_user`` per user
+due; the delivery record makes a duplicated or retried task send nothing twice.
+"""
+
+import datetime as dt
+import logging
+import smtplib
+
+from celery import shared_task
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+SWEEP_LOCK_KEY = "digests:send-due"
+# Longer than a sweep takes (it only queues tasks); a crashed sweep's lock expires on its own.
+SWEEP_LOCK_SECONDS = 10 * 60
+
+
+@shared_task(
+    name="digests.tasks.digest_send_user",
+    autoretry_for=(smtplib.SMTPException, OSError),
+    retry_backoff=60,
+    retry_backoff_max=60 * 60,
+    max_retries=4,
+)
+def digest_send_user(user_id: int, period: str, period_end: str) -> str | None:
+    """Send user ``user_id`` (pk) their ``period`` ("daily" | "weekly") digest for the boundary
+    ``period_end`` (ISO date) through ``digests.services.digest_send``; returns the digest's
+    status, or None when the user is gone, inactive or has no email address. Mail-server and
+    network errors are retried with backoff (the digest keeps its papers for the retry)."""
+    from .services import digest_send
+
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).exclude(email="").first()
+    if user is None:
+        return None
+    digest = digest_send(user=user, period=period, period_end=dt.date.fromisoformat(period_end))
+    return digest.status
+
+
+@shared_task(name="digests.tasks.digests_send_due")
+def digests_send_due() -> dict[str, int] | None:
+    """Queue ``digest_send_user`` for every user whose daily or weekly digest is due now
+    (``digests.selectors.period_end_due`` and ``digest_due_users``), after marking digests
+    left sending too long unconfirmed. Returns ``{"daily": n, "weekly": n}`` tasks queued, or
+    None when another sweep holds the lock."""
+    from .models import Digest
+    from .selectors import digest_due_users, period_end_due
+    from .services import digests_mark_unconfirmed
+
+    if not cache.add(SWEEP_LOCK_KEY, "running", SWEEP_LOCK_SECONDS):
+        logger.info("A digest sweep is already running; this one does nothing.")
+        return None
+    try:
+        digests_mark_unconfirmed()
+        now = timezone.now()
+        queued = {}
+        for period in Digest.Period.values:
+            period_end = period_end_due(period=period, now=now)
+            user_ids = []
+            if period_end is not None:
+                user_ids = list(
+                    digest_due_users(period=period, period_end=period_end).values_list(
+                        "pk", flat=True
+                    )
+                )
+            for user_id in user_ids:
+                digest_send_user.delay(user_id, period, period_end.isoformat())
+            queued[period] = len(user_ids)
+        return queued
+    finally:
+        cache.delete(SWEEP_LOCK_KEY)
