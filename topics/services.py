@@ -202,12 +202,13 @@ def topic_move(*, topic: Topic, parent: Topic | None) -> Topic:
 
 
 def _topic_caches_invalidate(topic_ids: Iterable[int]) -> None:
-    """Drop what is cached for these topics (momentum figures, topic pages).
+    """Drop what is cached for these topics: the topics index (counts, momentum, sparklines).
 
-    Nothing is cached yet, so there is nothing to drop: this is the one place every
-    assignment-writing service reaches after its transaction commits, for the cache layer to
-    fill in.
+    The one place every assignment-writing service reaches after its transaction commits.
     """
+    from .selectors import topic_index_cache_invalidate
+
+    topic_index_cache_invalidate()
 
 
 def topic_caches_invalidate_on_commit(topic_ids: Iterable[int]) -> None:

@@ -1,9 +1,8 @@
-"""Reader-facing topic pages: the index, a topic page with momentum and paper cards, and the
-page that finds a topic's papers matching a question. Read-only; all reads go through
+"""Reader-facing topic pages: the index and a topic page with momentum and paper cards
+(asking a topic lives in the ``ask`` app). Read-only; all reads go through
 ``topics.selectors`` and ``topics.momentum``.
 """
 
-from django import forms
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponsePermanentRedirect
 from django.shortcuts import render
@@ -14,8 +13,8 @@ from .models import Topic, TopicRedirect
 from .momentum import momentum_chart, momentum_sentence, topic_momentum
 
 PAPERS_PER_PAGE = 30
-ASK_MAX_LENGTH = 500
-ASK_RESULTS = 20
+INDEX_QUERY_MAX_LENGTH = 100
+INDEX_SORT_LABELS = (("name", "Name"), ("size", "Size"), ("rising", "Rising"))
 
 
 def _active_topic_or_redirect(request, slug: str, view_name: str):
@@ -38,8 +37,39 @@ def _active_topic_or_redirect(request, slug: str, view_name: str):
 
 
 def topic_index(request):
-    """``/``: the active topics as a tree with each subtree's distinct paper count."""
-    return render(request, "topics/topic_index.html", {"roots": selectors.topic_tree()})
+    """``/topics/``: the active topics with each subtree's distinct paper count, momentum
+    figure and 12-week sparkline.
+
+    ``?sort=name`` (default) shows the tree, children by name; ``size`` and ``rising`` a flat
+    ranked list (see :func:`topics.selectors.topic_index_ranked`); any other value falls back
+    to ``name``. ``?q=`` lists the topics whose names hold every word of it (at most
+    ``INDEX_QUERY_MAX_LENGTH`` characters are used), ranked by ``sort``. A fixed number of
+    queries whatever the number of topics.
+    """
+    sort = request.GET.get("sort", "")
+    if sort not in selectors.INDEX_SORTS:
+        sort = "name"
+    raw_query = request.GET.get("q", "").strip()
+    query = raw_query[:INDEX_QUERY_MAX_LENGTH].strip()
+    index = selectors.topic_index()
+    results = None
+    if query:
+        matches = selectors.topic_index_matching(index, query=query)
+        results = selectors.topic_index_ranked(index, sort=sort, topics=matches)
+    elif sort != "name":
+        results = selectors.topic_index_ranked(index, sort=sort)
+    context = {
+        "index": index,
+        "sort": sort,
+        "sorts": INDEX_SORT_LABELS,
+        "query": query,
+        "query_shortened": len(raw_query) > INDEX_QUERY_MAX_LENGTH,
+        "query_max_length": INDEX_QUERY_MAX_LENGTH,
+        "results": results,
+        "rising_min_papers": selectors.RISING_MIN_PAPERS,
+        "fragment_seconds": selectors.INDEX_CACHE_SECONDS,
+    }
+    return render(request, "topics/topic_index.html", context)
 
 
 def topic_detail(request, slug):
@@ -66,47 +96,3 @@ def topic_detail(request, slug):
         "paper_total": paginator.count,
     }
     return render(request, "topics/topic_detail.html", context)
-
-
-class AskForm(forms.Form):
-    """The ask page's question: ``q``, required, at most ``ASK_MAX_LENGTH`` characters after
-    stripping; longer questions are refused with a message giving both lengths."""
-
-    q = forms.CharField(
-        label="Your question",
-        max_length=ASK_MAX_LENGTH,
-        strip=True,
-        error_messages={
-            "max_length": (
-                "Please keep the question to %(limit_value)d characters (it has %(show_value)d)."
-            ),
-        },
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-    )
-
-
-def topic_ask(request, slug):
-    """``/topics/<slug>/ask/?q=…``: the topic's papers (subtree, accepted) whose titles and
-    abstracts best match the words of the question, as a numbered list. No generated answer.
-
-    A blank ``q`` shows the form only; more than ``ASK_MAX_LENGTH`` characters shows the form
-    with an error and no results. An old slug answers 301 to the topic's ask page.
-    """
-    topic = _active_topic_or_redirect(request, slug, "topics:ask")
-    if not isinstance(topic, Topic):
-        return topic
-    # A blank question is no question: show the form without a "required" error.
-    form = AskForm(request.GET if request.GET.get("q", "").strip() else None)
-    papers = None
-    if form.is_bound and form.is_valid():
-        papers = selectors.topic_papers_matching(
-            topic=topic, question=form.cleaned_data["q"], limit=ASK_RESULTS
-        )
-    context = {
-        "topic": topic,
-        "ancestors": selectors.topic_ancestors(topic=topic),
-        "form": form,
-        "papers": papers,
-        "pool_size": selectors.ASK_POOL_SIZE,
-    }
-    return render(request, "topics/topic_ask.html", context)
