@@ -1,3 +1,10 @@
-from django.urls import path  # noqa: F401
+"""``/api/v1/topics/<slug>/ask/`` (included by ``api.urls``, inside its ``api`` namespace):
+``api:topic-ask``."""
 
-urlpatterns = []
+from django.urls import path
+
+from .api.views import TopicAskView
+
+urlpatterns = [
+    path("", TopicAskView.as_view(), name="topic-ask"),
+]

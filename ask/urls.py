@@ -1,3 +1,12 @@
-from django.urls import path  # noqa: F401
+"""``/topics/<slug>/ask/``: the ask page (mounted before ``topics.urls``, so it serves that
+address)."""
 
-urlpatterns = []
+from django.urls import path
+
+from . import views
+
+app_name = "ask"
+
+urlpatterns = [
+    path("<slug:slug>/ask/", views.topic_ask, name="topic"),
+]
