@@ -17,3 +17,6 @@ urlpatterns = [
     path("topics/", include("ask.urls")),
     path("", include("topics.urls")),
 ]
+
+# A server error under /api/ answers in the API's JSON error shape; elsewhere Django's 500 page.
+handler500 = "api.errors.server_error"

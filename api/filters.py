@@ -1,0 +1,310 @@
+"""Filters of the paper lists (``papers/``, ``topics/{slug}/papers/``, ``search/``, exports).
+
+:class:`PaperFilter` (django-filter) takes, all optional:
+
+- ``topic``: a topic slug (an old slug of a renamed topic works too); papers with an accepted
+  assignment to the topic or any descendant;
+- ``category``: an arXiv category code, as primary category or cross-list; aliases
+  (``math.MP``) resolve to the canonical code; ``primary_category``: primary only;
+- ``submitted_after`` / ``submitted_before``: ISO 8601 dates (YYYY-MM-DD), both inclusive;
+- ``updated_after``: the latest version dated on or after (a paper with one version counts its
+  submitted date);
+- ``author`` / ``affiliation``: case-insensitive substring of an author's / affiliation's name;
+- ``withdrawn``: ``true`` or ``false``;
+- ``q``: full-text words over title and abstract (web-search syntax: ``"a phrase"``, ``or``,
+  ``-word``; PostgreSQL's English configuration; a case-insensitive substring on SQLite).
+
+:class:`PaperOrderingFilter` takes ``ordering`` from :data:`ORDERING_FIELDS`. Every bad value
+is a 400 naming the parameter and what it allows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import django_filters
+from django import forms
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.db import connection
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Coalesce
+from rest_framework.exceptions import ValidationError
+from rest_framework.filters import OrderingFilter
+
+from papers.models import Authorship, Category, Paper, PaperAffiliation
+from papers.taxonomy import UnknownCategory, canonical_category
+from topics.models import Assignment, Topic, TopicRedirect
+
+__all__ = [
+    "ORDERING_FIELDS",
+    "PaperFilter",
+    "PaperOrderingFilter",
+    "full_text_ranked",
+    "full_text_vector",
+]
+
+SEARCH_CONFIG = "english"
+ORDERING_FIELDS = ("submitted", "-submitted", "updated", "-updated", "id", "-id")
+MAX_TEXT_LENGTH = 300
+
+
+def full_text_vector() -> SearchVector:
+    """The English tsvector of title and abstract. The GIN index
+    ``paper_search_idx`` (papers migration 0004) is on exactly this expression."""
+    return SearchVector("title", "abstract", config=SEARCH_CONFIG)
+
+
+def _search_query(q: str) -> SearchQuery:
+    return SearchQuery(q, search_type="websearch", config=SEARCH_CONFIG)
+
+
+def full_text_match(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
+    """Papers of ``queryset`` whose title or abstract match the words of ``q``."""
+    if connection.vendor != "postgresql":
+        return queryset.filter(Q(title__icontains=q) | Q(abstract__icontains=q))
+    return queryset.annotate(search_vector=full_text_vector()).filter(
+        search_vector=_search_query(q)
+    )
+
+
+def full_text_ranked(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
+    """:func:`full_text_match`, annotated with ``rank`` (PostgreSQL ``ts_rank``, a float,
+    higher is better; 0.0 on SQLite) and ordered by rank, then newest first."""
+    from django.db.models import FloatField, Value
+
+    matched = full_text_match(queryset, q)
+    if connection.vendor != "postgresql":
+        return matched.annotate(rank=Value(0.0, output_field=FloatField())).order_by(
+            "-submitted", "-id"
+        )
+    return matched.annotate(rank=SearchRank(full_text_vector(), _search_query(q))).order_by(
+        "-rank", "-submitted", "-id"
+    )
+
+
+class TopicSlugField(forms.CharField):
+    """A topic slug, cleaned to the active :class:`Topic` (old slugs follow their redirect)."""
+
+    def clean(self, value):
+        value = super().clean(value)
+        if not value:
+            return None
+        topic = Topic.objects.active().filter(slug=value).first()
+        if topic is None:
+            redirect = (
+                TopicRedirect.objects.filter(old_slug=value, topic__active=True)
+                .select_related("topic")
+                .first()
+            )
+            topic = redirect.topic if redirect else None
+        if topic is None:
+            # The value goes in params: Django %-formats messages, and a slug may hold "%".
+            raise forms.ValidationError(
+                "Unknown topic slug %(value)r; the slugs are listed at /api/v1/topics/.",
+                params={"value": value},
+            )
+        return topic
+
+
+class CategoryCodeField(forms.CharField):
+    """An arXiv category code, cleaned to the stored :class:`Category` (aliases resolved)."""
+
+    def clean(self, value):
+        value = super().clean(value)
+        if not value:
+            return None
+        try:
+            code = canonical_category(value)
+        except UnknownCategory:
+            code = None
+        category = Category.objects.filter(code=code).first() if code else None
+        if category is None:
+            raise forms.ValidationError(
+                "Unknown category code %(value)r; the codes are listed at /api/v1/categories/.",
+                params={"value": value},
+            )
+        return category
+
+
+class StrictBooleanField(forms.Field):
+    """``true``/``false`` (also ``1``/``0``); anything else is an error, not ignored."""
+
+    _VALUES = {"true": True, "1": True, "false": False, "0": False}
+
+    def clean(self, value):
+        if value in (None, ""):
+            return None
+        try:
+            return self._VALUES[str(value).lower()]
+        except KeyError:
+            raise forms.ValidationError(
+                "Must be true or false; got %(value)r.", params={"value": value}
+            ) from None
+
+
+_DATE_KWARGS = {
+    "input_formats": ["%Y-%m-%d"],
+    "error_messages": {"invalid": "Enter a valid date (YYYY-MM-DD)."},
+}
+
+
+class _TopicFilter(django_filters.Filter):
+    field_class = TopicSlugField
+
+
+class _CategoryFilter(django_filters.Filter):
+    field_class = CategoryCodeField
+
+
+class _StrictBooleanFilter(django_filters.Filter):
+    field_class = StrictBooleanField
+
+
+class PaperFilter(django_filters.FilterSet):
+    """The paper-list filters (see the module docstring). Each filter narrows with a subquery,
+    so no filter multiplies rows and no ``DISTINCT`` is needed."""
+
+    topic = _TopicFilter(method="filter_topic", help_text="Topic slug; descendants included.")
+    category = _CategoryFilter(
+        method="filter_category", help_text="arXiv category code, as primary or cross-list."
+    )
+    primary_category = _CategoryFilter(
+        method="filter_primary_category", help_text="arXiv category code, as primary category."
+    )
+    submitted_after = django_filters.DateFilter(
+        field_name="submitted",
+        lookup_expr="gte",
+        help_text="Submitted (v1) on or after this date, YYYY-MM-DD.",
+        **_DATE_KWARGS,
+    )
+    submitted_before = django_filters.DateFilter(
+        field_name="submitted",
+        lookup_expr="lte",
+        help_text="Submitted (v1) on or before this date, YYYY-MM-DD.",
+        **_DATE_KWARGS,
+    )
+    updated_after = django_filters.DateFilter(
+        method="filter_updated_after",
+        help_text="Latest version dated on or after this date, YYYY-MM-DD.",
+        **_DATE_KWARGS,
+    )
+    author = django_filters.CharFilter(
+        method="filter_author",
+        max_length=MAX_TEXT_LENGTH,
+        help_text="Part of an author's name, case-insensitive.",
+    )
+    affiliation = django_filters.CharFilter(
+        method="filter_affiliation",
+        max_length=MAX_TEXT_LENGTH,
+        help_text="Part of an affiliation's name, case-insensitive.",
+    )
+    withdrawn = _StrictBooleanFilter(
+        method="filter_withdrawn", help_text="true: only withdrawn papers; false: none."
+    )
+    q = django_filters.CharFilter(
+        method="filter_q",
+        max_length=MAX_TEXT_LENGTH,
+        help_text='Full-text words over title and abstract ("a phrase", or, -word).',
+    )
+
+    class Meta:
+        model = Paper
+        fields: list[str] = []
+
+    def filter_topic(self, queryset, name, value: str):
+        paper_ids = Assignment.objects.accepted().in_subtree(value).order_by().values("paper_id")
+        return queryset.filter(id__in=paper_ids)
+
+    # The hints say what the query parameter is (for the schema); the field has already
+    # cleaned it to a Topic / Category / bool.
+    def filter_category(self, queryset, name, value: str):
+        cross_listed = (
+            Paper.cross_lists.through.objects.filter(category=value).order_by().values("paper_id")
+        )
+        return queryset.filter(Q(primary_category=value) | Q(id__in=cross_listed))
+
+    def filter_primary_category(self, queryset, name, value: str):
+        return queryset.filter(primary_category=value)
+
+    def filter_withdrawn(self, queryset, name, value: bool):
+        return queryset.filter(withdrawn=value)
+
+    def filter_updated_after(self, queryset, name, value: dt.date):
+        return queryset.filter(
+            Q(updated__gte=value) | Q(updated__isnull=True, submitted__gte=value)
+        )
+
+    def filter_author(self, queryset, name, value: str):
+        value = value.strip()
+        if not value:
+            return queryset
+        paper_ids = (
+            Authorship.objects.filter(author__name__icontains=value).order_by().values("paper_id")
+        )
+        return queryset.filter(id__in=paper_ids)
+
+    def filter_affiliation(self, queryset, name, value: str):
+        value = value.strip()
+        if not value:
+            return queryset
+        paper_ids = (
+            PaperAffiliation.objects.filter(affiliation__name__icontains=value)
+            .order_by()
+            .values("paper_id")
+        )
+        return queryset.filter(id__in=paper_ids)
+
+    def filter_q(self, queryset, name, value: str):
+        value = value.strip()
+        return full_text_match(queryset, value) if value else queryset
+
+
+class PaperOrderingFilter(OrderingFilter):
+    """``ordering`` from :data:`ORDERING_FIELDS`, one field; ``id`` breaks ties in the same
+    direction so the order is total (cursor pagination needs that). Anything else is a 400."""
+
+    ordering_param = "ordering"
+    ordering_fields = ("submitted", "updated", "id")
+    ordering_description = "One of: " + ", ".join(ORDERING_FIELDS) + ". Default: -submitted."
+
+    def get_ordering(self, request, queryset, view):
+        raw = request.query_params.get(self.ordering_param)
+        if raw is None or raw == "":
+            return self.get_default_ordering(view)
+        if raw not in ORDERING_FIELDS:
+            raise ValidationError(
+                {
+                    self.ordering_param: [
+                        f"Unknown ordering {raw!r}; allowed: {', '.join(ORDERING_FIELDS)}."
+                    ]
+                }
+            )
+        descending = raw.startswith("-")
+        field = raw.lstrip("-")
+        if field == "id":
+            return (raw,)
+        # Papers with one version have no ``updated``: order them by their submitted date,
+        # through an annotation that is never null (cursor positions cannot be null).
+        column = "last_updated" if field == "updated" else field
+        sign = "-" if descending else ""
+        return (f"{sign}{column}", f"{sign}id")
+
+    def filter_queryset(self, request, queryset, view):
+        ordering = self.get_ordering(request, queryset, view)
+        if any(f.lstrip("-") == "last_updated" for f in ordering):
+            queryset = queryset.annotate(last_updated=Coalesce("updated", "submitted"))
+        return queryset.order_by(*ordering)
+
+    def get_default_ordering(self, view):
+        return ("-submitted", "-id")
+
+    def get_schema_operation_parameters(self, view):
+        return [
+            {
+                "name": self.ordering_param,
+                "required": False,
+                "in": "query",
+                "description": self.ordering_description,
+                "schema": {"type": "string", "enum": list(ORDERING_FIELDS)},
+            }
+        ]

@@ -1,0 +1,15 @@
+"""Forms of the API tokens page."""
+
+from django import forms
+
+from .models import ApiToken
+
+
+class TokenCreateForm(forms.Form):
+    """A new token's name, to tell it apart later ("reading app on my laptop")."""
+
+    name = forms.CharField(
+        max_length=ApiToken._meta.get_field("name").max_length,
+        strip=True,
+        help_text="What the token is for, e.g. “dashboard script”.",
+    )

@@ -1,0 +1,78 @@
+"""Pagination of API lists.
+
+- Paper lists: :class:`PaperCursorPagination`, an opaque ``cursor`` over the ordering (default
+  submitted descending, then id descending), so pages stay stable while new papers arrive;
+  ``page_size`` (default 25, at most 100).
+- Other lists (topics, categories, search results ranked by relevance):
+  :class:`PageNumberPagination`, ``page`` and ``page_size`` (default 25, at most 100).
+
+Both answer ``{"next": url|null, "previous": url|null, "results": [...]}``; page numbers add
+``count``. A ``page_size`` that is not a positive whole number, or above the cap, is a 400 naming
+the parameter (DRF would silently fall back to the default).
+"""
+
+from rest_framework import pagination
+from rest_framework.exceptions import ValidationError
+
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 25
+
+
+def _checked_page_size(request, default: int, cap: int) -> int:
+    raw = request.query_params.get("page_size")
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= cap:
+        raise ValidationError(
+            {"page_size": [f"Must be a whole number from 1 to {cap}; got {raw!r}."]}
+        )
+    return int(raw)
+
+
+def _page_size_parameter(parameters: list[dict], default: int, cap: int) -> list[dict]:
+    for parameter in parameters:
+        if parameter["name"] == "page_size":
+            parameter["description"] = f"Results per page, 1 to {cap} (default {default})."
+            parameter["schema"] = {"type": "integer", "minimum": 1, "maximum": cap}
+    return parameters
+
+
+class PaperCursorPagination(pagination.CursorPagination):
+    """Cursor pagination for paper lists, on (-submitted, -id) unless ``ordering`` says
+    otherwise (see ``api.filters.PaperOrderingFilter``)."""
+
+    ordering = ("-submitted", "-id")
+    page_size = DEFAULT_PAGE_SIZE
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+
+    def get_page_size(self, request):
+        return _checked_page_size(request, self.page_size, self.max_page_size)
+
+    def get_schema_operation_parameters(self, view):
+        return _page_size_parameter(
+            super().get_schema_operation_parameters(view), self.page_size, self.max_page_size
+        )
+
+
+class PageNumberPagination(pagination.PageNumberPagination):
+    """Page-number pagination (``page``, ``page_size``) with ``count``."""
+
+    page_size = DEFAULT_PAGE_SIZE
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+
+    def get_page_size(self, request):
+        return _checked_page_size(request, self.page_size, self.max_page_size)
+
+    def get_schema_operation_parameters(self, view):
+        return _page_size_parameter(
+            super().get_schema_operation_parameters(view), self.page_size, self.max_page_size
+        )
+
+
+class CategoryPagination(PageNumberPagination):
+    """Categories: all ~155 arXiv categories fit in one page by default."""
+
+    page_size = 200
+    max_page_size = 500

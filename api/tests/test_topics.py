@@ -1,0 +1,119 @@
+"""``topics/``, ``topics/{slug}/`` (momentum), ``topics/{slug}/papers/``, ``trend/`` and
+``categories/``; old slugs answer 301."""
+
+import datetime as dt
+
+import pytest
+
+from topics.tests.factories import TopicFactory
+
+from .conftest import assert_error, ids, make_paper
+
+pytestmark = pytest.mark.django_db
+
+
+def test_topic_list_filters_by_name_and_parent(api_client, world):
+    TopicFactory(name="Hidden", slug="hidden", active=False)
+    body = api_client.get("/api/v1/topics/").json()
+    assert [t["slug"] for t in body["results"]] == ["llm", "llm-agent-training", "robotics"]
+    assert body["count"] == 3
+    by_name = api_client.get("/api/v1/topics/?q=AGENT").json()["results"]
+    assert [t["slug"] for t in by_name] == ["llm-agent-training"]
+    children = api_client.get("/api/v1/topics/?parent=llm").json()["results"]
+    assert [t["parent"] for t in children] == ["llm"]
+
+
+def test_topic_detail_has_parent_children_count_and_momentum(api_client, world):
+    body = api_client.get("/api/v1/topics/llm/").json()
+    assert body["display_name"] == "LLM: Large Language Model"
+    assert body["parent"] is None
+    assert body["children"] == [{"slug": "llm-agent-training", "name": "LLM Agent Training"}]
+    assert body["paper_count"] == 3  # its own paper and its child's two
+    momentum = body["momentum"]
+    assert momentum["as_of"] == "2026-09-29"
+    assert len(momentum["weeks"]) == 12
+    assert momentum["weeks"][-1]["week_start"] == "2026-09-28"
+    assert momentum["sentence"].startswith("2 papers in the last four weeks")
+
+
+def test_an_unknown_or_inactive_topic_is_a_json_404(api_client, world):
+    TopicFactory(name="Hidden", slug="hidden", active=False)
+    for url in ("/api/v1/topics/nope/", "/api/v1/topics/hidden/papers/"):
+        assert_error(api_client.get(url), 404, code="not_found")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("/api/v1/topics/agent-training/", "/api/v1/topics/llm-agent-training/"),
+        (
+            "/api/v1/topics/agent-training/papers/?page_size=1",
+            "/api/v1/topics/llm-agent-training/papers/?page_size=1",
+        ),
+        (
+            "/api/v1/topics/agent-training/trend/?weeks=4",
+            "/api/v1/topics/llm-agent-training/trend/?weeks=4",
+        ),
+        (
+            "/api/v1/topics/agent-training/papers.bib",
+            "/api/v1/topics/llm-agent-training/papers.bib",
+        ),
+    ],
+)
+def test_an_old_slug_answers_301_to_the_new_address_keeping_the_query(api_client, world, old, new):
+    response = api_client.get(old)
+    assert response.status_code == 301
+    assert response["Location"] == new
+
+
+def test_topic_papers_include_descendants_and_take_the_paper_filters(api_client, world):
+    assert ids(api_client.get("/api/v1/topics/llm/papers/")) == [
+        "2609.00001",
+        "2609.00002",
+        "2608.00003",
+    ]
+    assert ids(api_client.get("/api/v1/topics/llm/papers/?submitted_after=2026-09-01")) == [
+        "2609.00001",
+        "2609.00002",
+    ]
+    assert ids(api_client.get("/api/v1/topics/robotics/papers/")) == []
+    assert_error(
+        api_client.get("/api/v1/topics/llm/papers/?submitted_after=soon"),
+        400,
+        param="submitted_after",
+    )
+
+
+def test_trend_counts_weekly_papers_and_their_share_up_to_as_of(api_client, world):
+    make_paper(arxiv_id="2609.00020", submitted=dt.date(2026, 9, 23))  # in no topic
+    body = api_client.get("/api/v1/topics/llm/trend/?as_of=2026-09-29&weeks=2").json()
+    assert body["as_of"] == "2026-09-29"
+    assert body["weeks"] == [
+        {"week_start": "2026-09-21", "count": 1, "total": 2, "share": 0.5},
+        {"week_start": "2026-09-28", "count": 1, "total": 1, "share": 1.0},
+    ]
+    # as_of cuts the week that holds it
+    early = api_client.get("/api/v1/topics/llm/trend/?as_of=2026-09-28&weeks=1").json()
+    assert early["weeks"] == [{"week_start": "2026-09-28", "count": 0, "total": 0, "share": 0.0}]
+
+
+def test_trend_defaults_to_12_weeks_up_to_the_newest_paper(api_client, world):
+    body = api_client.get("/api/v1/topics/llm/trend/").json()
+    assert body["as_of"] == "2026-09-29"
+    assert len(body["weeks"]) == 12
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [("weeks=0", "weeks"), ("weeks=261", "weeks"), ("weeks=x", "weeks"), ("as_of=29/09", "as_of")],
+)
+def test_trend_bad_parameters_are_400s(api_client, world, query, param):
+    assert_error(api_client.get(f"/api/v1/topics/llm/trend/?{query}"), 400, param=param)
+
+
+def test_categories_list_and_detail(api_client, world):
+    body = api_client.get("/api/v1/categories/").json()
+    assert [c["code"] for c in body["results"]] == ["cs.AI", "cs.CL", "cs.LG", "hep-th"]
+    detail = api_client.get("/api/v1/categories/hep-th/").json()
+    assert detail["name"] == "High Energy Physics - Theory"
+    assert_error(api_client.get("/api/v1/categories/xx.YY/"), 404)
