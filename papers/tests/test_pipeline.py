@@ -10,6 +10,7 @@ run resumes from its checkpoint and the database ends equal to an uninterrupted 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -79,7 +80,12 @@ class TaskLog:
 
 @pytest.fixture
 def live_worker(settings):
-    """A real worker thread consuming ``harvest``, ``tag`` and ``default`` from Redis."""
+    """A real worker thread consuming ``harvest``, ``tag`` and ``default`` from Redis.
+
+    Starting a worker sets up Celery's logging, which raises the root logger's level; it is put
+    back afterwards so later tests' ``caplog`` still sees INFO records."""
+    root = logging.getLogger()
+    root_level, root_handlers = root.level, list(root.handlers)
     saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
     app.conf.task_always_eager = False
     app.conf.broker_url = settings.REDIS_URL
@@ -100,6 +106,8 @@ def live_worker(settings):
         after_task_publish.disconnect(log.on_publish)
         task_postrun.disconnect(log.on_postrun)
         app.conf.update(saved)
+        root.setLevel(root_level)
+        root.handlers[:] = root_handlers
 
 
 def assignment_state():
