@@ -12,7 +12,8 @@
 - ``author`` / ``affiliation``: case-insensitive substring of an author's / affiliation's name;
 - ``withdrawn``: ``true`` or ``false``;
 - ``q``: full-text words over title and abstract (web-search syntax: ``"a phrase"``, ``or``,
-  ``-word``; PostgreSQL's English configuration; a case-insensitive substring on SQLite).
+  ``-word``; PostgreSQL's English configuration over the stored ``search_vector``; a
+  case-insensitive substring on SQLite).
 
 :class:`PaperOrderingFilter` takes ``ordering`` from :data:`ORDERING_FIELDS`. Every bad value
 is a 400 naming the parameter and what it allows.
@@ -24,7 +25,7 @@ import datetime as dt
 
 import django_filters
 from django import forms
-from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.contrib.postgres.search import SearchQuery
 from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Coalesce
@@ -39,19 +40,16 @@ __all__ = [
     "ORDERING_FIELDS",
     "PaperFilter",
     "PaperOrderingFilter",
+    "SEARCH_WINDOW",
+    "full_text_match",
     "full_text_ranked",
-    "full_text_vector",
 ]
 
 SEARCH_CONFIG = "english"
 ORDERING_FIELDS = ("submitted", "-submitted", "updated", "-updated", "id", "-id")
 MAX_TEXT_LENGTH = 300
-
-
-def full_text_vector() -> SearchVector:
-    """The English tsvector of title and abstract. The GIN index
-    ``paper_search_idx`` (papers migration 0004) is on exactly this expression."""
-    return SearchVector("title", "abstract", config=SEARCH_CONFIG)
+# search/ ranks at most this many matches: the newest ones (see full_text_ranked).
+SEARCH_WINDOW = 1000
 
 
 def _search_query(q: str) -> SearchQuery:
@@ -59,27 +57,42 @@ def _search_query(q: str) -> SearchQuery:
 
 
 def full_text_match(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
-    """Papers of ``queryset`` whose title or abstract match the words of ``q``."""
+    """Papers of ``queryset`` whose title or abstract match the words of ``q``: on PostgreSQL
+    through the stored ``search_vector`` and its GIN index (papers migration 0005); a
+    case-insensitive substring of title or abstract elsewhere."""
     if connection.vendor != "postgresql":
         return queryset.filter(Q(title__icontains=q) | Q(abstract__icontains=q))
-    return queryset.annotate(search_vector=full_text_vector()).filter(
-        search_vector=_search_query(q)
-    )
+    return queryset.filter(search_vector=_search_query(q))
 
 
-def full_text_ranked(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
-    """:func:`full_text_match`, annotated with ``rank`` (PostgreSQL ``ts_rank``, a float,
-    higher is better; 0.0 on SQLite) and ordered by rank, then newest first."""
-    from django.db.models import FloatField, Value
+def full_text_ranked(
+    matches: QuerySet[Paper], q: str, *, window: int | None = None
+) -> list[tuple[int, float]]:
+    """``(paper id, rank)`` for the newest ``window`` (default :data:`SEARCH_WINDOW`) papers of
+    ``matches`` (papers matched to ``q`` by :func:`full_text_match`, and filtered), best
+    first: ``rank`` is PostgreSQL's ``ts_rank`` over the stored vector (title weight A above
+    abstract weight B; a float, higher is better; 0.0 on SQLite), ties newest first. One query.
 
-    matched = full_text_match(queryset, q)
+    Bounded on purpose: a common word matches a third of all papers, and ranking them all
+    costs seconds. Taking the newest ``window`` matches first (an index walk newest first for
+    common words, the GIN index for rare ones) keeps search fast and puts recent relevant
+    papers first; ``papers/?q=`` lists every match, newest first.
+    """
+    window = SEARCH_WINDOW if window is None else window
+    newest = matches.prefetch_related(None).select_related(None).order_by("-submitted", "-id")
     if connection.vendor != "postgresql":
-        return matched.annotate(rank=Value(0.0, output_field=FloatField())).order_by(
-            "-submitted", "-id"
-        )
-    return matched.annotate(rank=SearchRank(full_text_vector(), _search_query(q))).order_by(
-        "-rank", "-submitted", "-id"
+        return [(paper_id, 0.0) for paper_id in newest.values_list("id", flat=True)[:window]]
+    inner, params = newest.values("id", "submitted", "search_vector")[
+        :window
+    ].query.sql_with_params()
+    # Ranked outside the LIMIT: ts_rank runs on the window's rows only.
+    sql = (
+        "SELECT w.id, ts_rank(w.search_vector, websearch_to_tsquery(%s::regconfig, %s)) AS rank "
+        f"FROM ({inner}) AS w ORDER BY rank DESC, w.submitted DESC, w.id DESC"
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [SEARCH_CONFIG, q, *params])
+        return cursor.fetchall()
 
 
 class TopicSlugField(forms.CharField):

@@ -7,12 +7,15 @@
   :class:`PageNumberPagination`, ``page`` and ``page_size`` (default 25, at most 100).
 
 Both answer ``{"next": url|null, "previous": url|null, "results": [...]}``; page numbers add
-``count``. A ``page_size`` that is not a positive whole number, or above the cap, is a 400 naming
-the parameter (DRF would silently fall back to the default).
+``count`` (for ``search/``: the papers in its ranked window, at most
+``api.filters.SEARCH_WINDOW``, not every match; paper lists have no count, so no ``COUNT``
+runs over a million papers). A ``page_size`` that is not a positive whole number, or above
+the cap, is a 400 naming the parameter (DRF would silently fall back to the default).
 """
 
+from django.utils.dateparse import parse_date
 from rest_framework import pagination
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 25
@@ -22,7 +25,8 @@ def _checked_page_size(request, default: int, cap: int) -> int:
     raw = request.query_params.get("page_size")
     if raw is None or raw == "":
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= cap:
+    # isascii(): str.isdigit() is also true of "²" and other digits int() refuses.
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= cap:
         raise ValidationError(
             {"page_size": [f"Must be a whole number from 1 to {cap}; got {raw!r}."]}
         )
@@ -49,10 +53,32 @@ class PaperCursorPagination(pagination.CursorPagination):
     def get_page_size(self, request):
         return _checked_page_size(request, self.page_size, self.max_page_size)
 
+    def decode_cursor(self, request):
+        """DRF's cursor, with its position checked against the ordering field (a date for
+        ``submitted``/``last_updated``, a whole number for ``id``): a forged position is the
+        same 404 as any other invalid cursor, not a 500 when the database is asked."""
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None:
+            if not _valid_position(self.ordering[0].lstrip("-"), cursor.position):
+                raise NotFound(self.invalid_cursor_message)
+        return cursor
+
     def get_schema_operation_parameters(self, view):
         return _page_size_parameter(
             super().get_schema_operation_parameters(view), self.page_size, self.max_page_size
         )
+
+
+def _valid_position(field: str, position: str) -> bool:
+    """Whether ``position`` (from a cursor) can be compared with the ordering ``field``."""
+    if field == "id":
+        return position.isascii() and position.isdigit() and int(position) < 2**63
+    if field in ("submitted", "updated", "last_updated"):
+        try:
+            return parse_date(position) is not None
+        except ValueError:  # well formed but not a date (2024-02-30)
+            return False
+    return "\x00" not in position
 
 
 class PageNumberPagination(pagination.PageNumberPagination):

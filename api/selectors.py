@@ -11,7 +11,7 @@ from django.db.models import Count, Max, Prefetch, QuerySet
 from django.utils import timezone
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
-from papers.models import Authorship, Paper, PaperAffiliation
+from papers.models import Affiliation, Authorship, Paper, PaperAffiliation
 from topics.models import Assignment, Topic
 
 __all__ = [
@@ -21,11 +21,24 @@ __all__ = [
     "api_paper_id",
     "paper_by_api_id",
     "papers_for_api",
+    "papers_in_order",
     "papers_last_modified",
     "topic_trend",
 ]
 
 LOCAL_PREFIX = "local:"
+# Paper columns no API response or export shows (deferred by papers_for_api).
+UNSHOWN_PAPER_FIELDS = (
+    "title_raw",
+    "abstract_raw",
+    "comments",
+    "report_no",
+    "license",
+    "submitter",
+    "datestamp",
+    "source",
+    "created_at",
+)
 
 
 def api_paper_id(paper: Paper) -> str:
@@ -35,31 +48,67 @@ def api_paper_id(paper: Paper) -> str:
 
 
 def papers_for_api() -> QuerySet[Paper]:
-    """Papers with their primary category, cross-lists, all authorships (author and
-    affiliations, in order), paper affiliations (in order) and accepted assignments to active
-    topics (``topic_assignments``, by topic name): six queries for any number of papers."""
+    """Papers with their primary category, cross-lists, all authorships (``api_authorships``,
+    in order: author, and affiliations by name as ``api_affiliations``), paper affiliations
+    (in order) and accepted assignments to active topics (``topic_assignments``, by topic
+    name): six queries for any number of papers."""
+    # Only the columns responses, exports and Last-Modified read: a page builds hundreds of
+    # model instances, and unused columns (timestamps above all) cost more to decode than the
+    # queries take to run.
     chips = (
         Assignment.objects.accepted()
         .filter(topic__active=True)
         .select_related("topic")
+        .only("paper", "updated_at", "topic__slug", "topic__name", "topic__updated_at")
         .order_by("topic__name", "topic_id")
     )
-    return Paper.objects.select_related("primary_category").prefetch_related(
-        "cross_lists",
-        Prefetch(
-            "authorships",
-            queryset=Authorship.objects.select_related("author")
-            .prefetch_related("affiliations")
-            .order_by("position"),
-            to_attr="api_authorships",
-        ),
-        Prefetch(
-            "paper_affiliations",
-            queryset=PaperAffiliation.objects.select_related("affiliation").order_by("position"),
-            to_attr="api_affiliations",
-        ),
-        Prefetch("assignments", queryset=chips, to_attr="topic_assignments"),
+    return (
+        Paper.objects.select_related("primary_category")
+        .defer(*UNSHOWN_PAPER_FIELDS)
+        .prefetch_related(
+            "cross_lists",
+            Prefetch(
+                "authorships",
+                queryset=Authorship.objects.select_related("author")
+                .only("paper", "position", "author__name")
+                # A list, not the related manager: building a manager per authorship costs
+                # more than the whole query on a page of papers with many authors.
+                .prefetch_related(
+                    Prefetch(
+                        "affiliations",
+                        queryset=Affiliation.objects.order_by("name"),
+                        to_attr="api_affiliations",
+                    )
+                )
+                .order_by("position"),
+                to_attr="api_authorships",
+            ),
+            Prefetch(
+                "paper_affiliations",
+                queryset=PaperAffiliation.objects.select_related("affiliation").order_by(
+                    "position"
+                ),
+                to_attr="api_affiliations",
+            ),
+            Prefetch("assignments", queryset=chips, to_attr="topic_assignments"),
+        )
     )
+
+
+def papers_in_order(ranked: list[tuple[int, float]]) -> list[Paper]:
+    """The papers of ``ranked`` (``(paper id, rank)`` pairs, as ``api.filters.full_text_ranked``
+    gives them) from :func:`papers_for_api`, in that order, each with ``rank`` set; ids no
+    longer stored are left out. Six queries, none for an empty list."""
+    if not ranked:
+        return []
+    papers = papers_for_api().in_bulk([paper_id for paper_id, _ in ranked])
+    result = []
+    for paper_id, rank in ranked:
+        paper = papers.get(paper_id)
+        if paper is not None:
+            paper.rank = rank
+            result.append(paper)
+    return result
 
 
 class PaperNotFound(Exception):
@@ -76,7 +125,7 @@ def paper_by_api_id(api_id: str, queryset: QuerySet[Paper] | None = None) -> Pap
     queryset = papers_for_api() if queryset is None else queryset
     if api_id.startswith(LOCAL_PREFIX):
         pk = api_id[len(LOCAL_PREFIX) :]
-        if not pk.isdigit() or len(pk) > 18:
+        if not (pk.isascii() and pk.isdigit()) or len(pk) > 18:
             raise PaperNotFound(f"{api_id!r} is not local:<number>.")
         paper = queryset.filter(pk=int(pk), arxiv_id__isnull=True).first()
         if paper is None:

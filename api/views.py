@@ -30,12 +30,13 @@ from topics.views import _active_topic_or_redirect
 
 from . import exports
 from .conditional import ConditionalGetMixin
-from .filters import PaperFilter, PaperOrderingFilter, full_text_ranked
+from .filters import SEARCH_WINDOW, PaperFilter, PaperOrderingFilter, full_text_ranked
 from .pagination import CategoryPagination, PageNumberPagination, PaperCursorPagination
 from .selectors import (
     PaperNotFound,
     paper_by_api_id,
     papers_for_api,
+    papers_in_order,
     papers_last_modified,
     topic_trend,
 )
@@ -388,26 +389,33 @@ class CategoryDetailView(ReadView, generics.RetrieveAPIView):
     queryset = Category.objects.all()
     lookup_field = "code"
 
+    def get_object(self):
+        # PostgreSQL text cannot hold NUL: no code has one, and asking would be a 500.
+        if "\x00" in self.kwargs[self.lookup_field]:
+            raise NotFound("No category has this code.")
+        return super().get_object()
+
 
 class SearchFilter(PaperFilter):
-    """The paper filters, with ``q`` required and ranking the results."""
+    """The paper filters, with ``q`` required."""
 
     q = django_filters.CharFilter(
-        method="filter_q_ranked",
+        method="filter_q",
         required=True,
         max_length=300,
         help_text='Full-text words over title and abstract ("a phrase", or, -word).',
     )
 
-    def filter_q_ranked(self, queryset, name, value):
-        return full_text_ranked(queryset, value.strip())
-
 
 @extend_schema_view(
     get=extend_schema(
         summary="Full-text search",
-        description="Papers whose title or abstract match q (PostgreSQL full text, English), "
-        "best match first, then newest; filters as /papers/; page-number pagination.",
+        description="Papers whose title or abstract match q (PostgreSQL full text, English; "
+        "filters as /papers/). Ranked within a window: of the matching papers, the "
+        f"{SEARCH_WINDOW:,} newest submitted are ranked by relevance (a word in the title "
+        "weighs more than one in the abstract), best first, then newest; `count` is the "
+        f"number of papers in that window (at most {SEARCH_WINDOW:,}), not of all matches. "
+        "Page-number pagination. To list every match, newest first, use /papers/?q=.",
         parameters=[FIELDS_PARAMETER],
     )
 )
@@ -418,9 +426,14 @@ class SearchView(ReadView, generics.ListAPIView):
     pagination_class = PageNumberPagination
 
     def get_queryset(self):
-        return papers_for_api()
+        return Paper.objects.all()
 
     def list(self, request, *args, **kwargs):
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        # The filter backend validates q and the filters and matches; ranking the window gives
+        # (id, rank) pairs, paginated as a list (its count costs no query), then one page of
+        # papers is loaded with everything the serializer shows.
+        matches = self.filter_queryset(self.get_queryset())
+        ranked = full_text_ranked(matches, request.query_params["q"].strip())
+        page = papers_in_order(self.paginate_queryset(ranked))
         self.last_modified = papers_last_modified(page)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

@@ -86,12 +86,12 @@ def topic_papers_for_question(*, topic: Topic, question: str) -> Retrieval:
 
 
 def topic_papers_for_question_postgres(*, topic: Topic, question: str) -> Retrieval:
-    """PostgreSQL path of :func:`topic_papers_for_question`. Two queries: one computes each of
-    the topic's papers' text search vector once (title weight A, abstract weight B, 'english')
-    and returns its ``ts_rank`` for each of the question's words (0 where it lacks the word);
-    a paper's score is the sum of those ranks weighted by each word's idf over the topic (so a
-    rare word like "GRPO" outweighs "agent"); the other query loads the ``CANDIDATES`` best
-    papers. Needs PostgreSQL.
+    """PostgreSQL path of :func:`topic_papers_for_question`. Two queries: one reads each of
+    the topic's papers' stored text search vector (``search_vector``: title weight A,
+    abstract weight B, 'english') and returns its ``ts_rank`` for each of the question's
+    words (0 where it lacks the word); a paper's score is the sum of those ranks weighted by
+    each word's idf over the topic (so a rare word like "GRPO" outweighs "agent"); the other
+    query loads the ``CANDIDATES`` best papers. Needs PostgreSQL.
     """
     words = _question_words(question)
     if not words:
@@ -106,15 +106,12 @@ def topic_papers_for_question_postgres(*, topic: Topic, question: str) -> Retrie
         f"CASE WHEN docs.document @@ q{index} THEN ts_rank(docs.document, q{index}) ELSE 0 END"
         for index in range(len(words))
     )
-    # OFFSET 0 keeps PostgreSQL from inlining the subquery, which would compute the vector once
-    # for every expression that uses it.
+    # The stored vector (papers migration 0005) is the document, never recomputed; OFFSET 0
+    # keeps PostgreSQL from inlining the subquery.
     sql = f"""
         SELECT docs.id, docs.submitted, {ranks}
         FROM (
-            SELECT p.id, p.submitted,
-                   setweight(to_tsvector('english', coalesce(p.title, '')), 'A')
-                   || setweight(to_tsvector('english', coalesce(p.abstract, '')), 'B')
-                   AS document
+            SELECT p.id, p.submitted, p.search_vector AS document
             FROM papers_paper p
             WHERE p.id IN ({subtree_sql})
             OFFSET 0

@@ -119,12 +119,18 @@ def in_process(url: str, requests: int) -> list[tuple[str, float, float, int]]:
             "papers/?category&submitted_after",
             lambda: "/api/v1/papers/?category=cs.LG&submitted_after=2018-01-01",
         ),
+        (
+            "papers/?primary_category&submitted_after",
+            lambda: "/api/v1/papers/?primary_category=cs.LG&submitted_after=2018-01-01",
+        ),
         ("papers/?author=", lambda: "/api/v1/papers/?author=smith"),
+        ("papers/?affiliation=", lambda: "/api/v1/papers/?affiliation=university"),
         (f"topics/{parent}/papers/ (subtree)", lambda: f"/api/v1/topics/{parent}/papers/"),
         (f"topics/{leaf}/papers/", lambda: f"/api/v1/topics/{leaf}/papers/"),
         (f"topics/{parent}/ (momentum)", lambda: f"/api/v1/topics/{parent}/"),
         (f"topics/{parent}/trend/?weeks=52", lambda: f"/api/v1/topics/{parent}/trend/?weeks=52"),
         ("search/?q=", lambda: f"/api/v1/search/?q={rng.choice(SEARCH_WORDS)}"),
+        ("search/?q=model (common word)", lambda: "/api/v1/search/?q=model"),
         ("papers/?q= (filter)", lambda: f"/api/v1/papers/?q={rng.choice(SEARCH_WORDS)}"),
     ]
     rows = []

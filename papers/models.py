@@ -1,7 +1,9 @@
 """arXiv records as stored: categories, papers (one row per canonical arXiv identifier), their
 versions, authors with ordered authorships, and the affiliations given on each paper."""
 
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.models.expressions import Col
 from django.urls import reverse
 
 from topicsite.models import TimeStampedModel
@@ -30,6 +32,50 @@ class Category(models.Model):
 
     def __str__(self):
         return f"{self.code} ({self.name})"
+
+
+class _DatabaseOnlyColumn(Col):
+    """A column Django's model state does not hold: named by the field, not ``field.column``."""
+
+    def as_sql(self, compiler, connection):
+        identifiers = (self.alias, self.target.name) if self.alias else (self.target.name,)
+        return ".".join(map(compiler.quote_name_unless_alias, identifiers)), []
+
+
+class StoredSearchVectorField(SearchVectorField):
+    """A ``tsvector`` column that PostgreSQL computes and Django never loads or writes.
+
+    Papers migration 0005 adds it on PostgreSQL only, as ``GENERATED ALWAYS AS
+    (setweight(to_tsvector('english', title), 'A') || setweight(to_tsvector('english',
+    abstract), 'B')) STORED`` with a GIN index, so every write path (the ORM, the backfill's
+    COPY) keeps it current. To Django the field is virtual (no column of its own: never
+    selected, inserted or updated, and absent on SQLite), yet queries can match and rank on
+    it: ``Paper.objects.filter(search_vector=SearchQuery(...))``, ``F("search_vector")``.
+    Reading it on an instance gives None.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.update(null=True, blank=True, editable=False, serialize=False)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self):
+        name, path, args, kwargs = super().deconstruct()
+        for key in ("null", "blank", "editable", "serialize"):
+            kwargs.pop(key, None)
+        return name, path, args, kwargs
+
+    def get_attname_column(self):
+        return self.get_attname(), None
+
+    def db_type(self, connection):
+        return None  # the migration adds the column itself, on PostgreSQL only
+
+    def contribute_to_class(self, cls, name, **kwargs):
+        super().contribute_to_class(cls, name, **kwargs)
+        setattr(cls, self.attname, None)
+
+    def get_col(self, alias, output_field=None):
+        return _DatabaseOnlyColumn(alias, self, output_field or self)
 
 
 class Paper(TimeStampedModel):
@@ -65,6 +111,7 @@ class Paper(TimeStampedModel):
     affiliation_count = models.PositiveIntegerField(default=0)
     datestamp = models.DateField(null=True, blank=True, help_text="Last OAI datestamp seen.")
     source = models.CharField(max_length=32, blank=True, help_text="Format last stored from.")
+    search_vector = StoredSearchVectorField()
 
     objects = PaperQuerySet.as_manager()
 
@@ -76,15 +123,21 @@ class Paper(TimeStampedModel):
                 name="paper_has_identifier",
             ),
         ]
-        indexes = [models.Index(fields=["-submitted", "-id"], name="paper_newest_idx")]
+        indexes = [
+            models.Index(fields=["-submitted", "-id"], name="paper_newest_idx"),
+            models.Index(
+                fields=["primary_category", "-submitted", "-id"], name="paper_category_newest_idx"
+            ),
+        ]
 
     def __str__(self):
         return f"{self.arxiv_id or self.import_key}: {self.title[:80]}"
 
     @property
     def identifier(self) -> str:
-        """The arXiv identifier, or the import key for papers from outside arXiv."""
-        return self.arxiv_id or self.import_key
+        """The arXiv identifier, or ``local:<pk>`` for papers from outside arXiv (the id the
+        API, the ask answers and the admin all use; their page is ``/papers/local/<pk>/``)."""
+        return self.arxiv_id or f"local:{self.pk}"
 
     def get_absolute_url(self):
         if self.arxiv_id:

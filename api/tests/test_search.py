@@ -1,9 +1,13 @@
 """``search/?q=``: ranked full text over title and abstract, with the paper filters."""
 
+import datetime as dt
+
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from api.filters import full_text_match
+from api import filters
+from api.filters import full_text_match, full_text_ranked
 from papers.models import Paper
 
 from .conftest import ids, make_paper
@@ -37,12 +41,126 @@ def test_web_search_syntax_phrases_and_exclusions(api_client, world):
     assert ids(api_client.get("/api/v1/search/?q=agents -memory -scaling")) == ["2609.00001"]
 
 
-def test_the_match_uses_the_gin_index(world):
-    """The query's tsvector is the indexed expression (papers migration 0004)."""
-    queryset = full_text_match(Paper.objects.all(), "agents").values("id")
+def _plan(queryset, *, sort: bool = True) -> str:
+    """EXPLAIN of ``queryset`` with sequential scans (and, unless ``sort``, sorts) priced out,
+    so the tiny test tables plan as a large table would."""
     sql, params = queryset.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
+        if not sort:
+            cursor.execute("SET LOCAL enable_sort = off")
         cursor.execute(f"EXPLAIN {sql}", params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "paper_search_idx" in plan
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def test_the_match_uses_the_stored_vector_and_its_gin_index(world):
+    """The match reads the stored column (papers migration 0005), never recomputing it."""
+    queryset = full_text_match(Paper.objects.order_by(), "agents").values("id")
+    assert "to_tsvector" not in str(queryset.query)
+    assert "paper_search_vector_idx" in _plan(queryset)
+
+
+def test_the_stored_vector_follows_every_write(api_client, world):
+    """PostgreSQL computes the column: an ORM update and a raw insert are both searchable."""
+    world.old.title = "Strings and holography, withdrawn"
+    world.old.save()
+    Paper.objects.filter(pk=world.second.pk).update(abstract="Nothing about planning.")
+    assert ids(api_client.get("/api/v1/search/?q=holography")) == ["hep-th/0601001"]
+    assert ids(api_client.get("/api/v1/search/?q=module")) == []
+
+
+def test_papers_stored_by_the_copy_backfill_are_searchable(api_client, db):
+    from papers.backfill import snapshot_import
+    from papers.services import category_sync
+    from papers.tests.conftest import SNAPSHOT_HEAD
+
+    category_sync()
+    snapshot_import(path=SNAPSHOT_HEAD, batch_size=50, tag=False)
+    # The first record: "Calculation of prompt diphoton production cross sections at
+    # Tevatron and LHC energies".
+    assert "0704.0001" in ids(api_client.get("/api/v1/search/?q=diphoton tevatron"))
+
+
+def test_a_word_in_the_title_outranks_the_same_word_in_the_abstract(api_client, world):
+    make_paper(arxiv_id="2609.00040", title="Planning", abstract="A survey.")
+    body = api_client.get("/api/v1/search/?q=plan").json()
+    assert [p["id"] for p in body["results"]] == ["2609.00040", "2609.00002"]
+
+
+def test_only_the_newest_matches_are_ranked(world):
+    """The window holds the newest ``window`` matches; an older better match stays out, and
+    within the window the best match comes first."""
+    make_paper(
+        arxiv_id="2001.00050",
+        title="Agents agents agents",
+        abstract="Agents.",
+        submitted=dt.date(2020, 1, 6),
+    )
+    matches = full_text_match(Paper.objects.all(), "agents")
+    assert matches.count() == 4
+    ranked = full_text_ranked(matches, "agents", window=3)
+    by_id = dict(Paper.objects.values_list("id", "arxiv_id"))
+    assert {by_id[paper_id] for paper_id, _ in ranked} == {
+        "2609.00001",
+        "2609.00002",
+        "2608.00003",
+    }
+    ranks = [rank for _, rank in ranked]
+    assert ranks == sorted(ranks, reverse=True) and ranks[-1] > 0
+
+
+def test_count_is_the_ranked_window_not_every_match(api_client, world, monkeypatch):
+    monkeypatch.setattr(filters, "SEARCH_WINDOW", 2)
+    body = api_client.get("/api/v1/search/?q=agents").json()
+    assert body["count"] == 2
+    assert {p["id"] for p in body["results"]} == {"2609.00001", "2609.00002"}
+
+
+def test_queries_per_search_do_not_grow_with_page_size(api_client, world):
+    for n in range(10):
+        make_paper(
+            arxiv_id=f"2609.{10100 + n}",
+            title=f"Agents number {n}",
+            abstract="Agents.",
+            authors=[(f"Author {n}", [f"Institute {n}"])],
+            affiliations=[f"Institute {n}"],
+            topics=[world.agents],
+        )
+    with CaptureQueriesContext(connection) as small:
+        assert len(ids(api_client.get("/api/v1/search/?q=agents&page_size=2"))) == 2
+    with CaptureQueriesContext(connection) as large:
+        assert len(ids(api_client.get("/api/v1/search/?q=agents&page_size=100"))) == 13
+    assert len(large) == len(small)
+
+
+def test_the_category_list_walks_its_index_newest_first(world):
+    """``papers/?primary_category=`` reads the newest papers of the category from
+    ``paper_category_newest_idx`` instead of sorting the category's papers."""
+    queryset = Paper.objects.filter(primary_category=world.second.primary_category_id).order_by(
+        "-submitted", "-id"
+    )[:26]
+    plan = _plan(queryset, sort=False)
+    assert "paper_category_newest_idx" in plan
+    assert "Sort" not in plan
+
+
+def test_the_vector_is_never_loaded_or_written_by_django(world):
+    """The field is virtual to Django: not in SELECT or INSERT lists, None on instances."""
+    with CaptureQueriesContext(connection) as ctx:
+        paper = Paper.objects.get(pk=world.first.pk)
+        paper.full_clean()
+        paper.save()
+        make_paper(arxiv_id="2609.00060", title="Fresh", abstract="Fresh words.")
+    assert paper.search_vector is None
+    assert not any("search_vector" in query["sql"] for query in ctx.captured_queries)
+
+
+def test_author_and_affiliation_substrings_can_use_trigram_indexes(world):
+    from papers.models import Affiliation, Author
+
+    assert "author_name_trgm_idx" in _plan(
+        Author.objects.filter(name__icontains="baker").order_by()
+    )
+    assert "affiliation_name_trgm_idx" in _plan(
+        Affiliation.objects.filter(name__icontains="somewhere").order_by()
+    )
