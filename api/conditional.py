@@ -6,8 +6,10 @@
   response; what a 304 saves is the transfer and the client's work.
 - ``Last-Modified``: where a view knows when its content last changed (papers: the newest
   ``updated_at`` of the papers shown, their accepted assignments and those topics), it sets
-  ``self.last_modified``. A removal does not move it, so clients should prefer ``ETag``; as
-  HTTP says, ``If-None-Match`` wins over ``If-Modified-Since`` when a request has both.
+  ``self.last_modified``. A removal does not move it, so it is informative only: a 304 comes
+  from a matching ``If-None-Match``, never from ``If-Modified-Since`` alone (a changed
+  resource must not answer 304), and responses say ``Cache-Control: no-cache`` so caches
+  revalidate rather than guess a freshness from it.
 
 Streamed exports carry neither (their body is not known before it is sent).
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 
-from django.utils.cache import get_conditional_response
+from django.utils.cache import get_conditional_response, patch_cache_control
 from django.utils.http import http_date
 from rest_framework.response import Response
 
@@ -30,8 +32,8 @@ def body_etag(content: bytes) -> str:
 
 class ConditionalGetMixin:
     """For DRF views: add ``ETag`` (and ``Last-Modified`` when ``self.last_modified`` is a
-    datetime) to successful GET/HEAD responses and answer 304 Not Modified to a matching
-    ``If-None-Match`` or a satisfied ``If-Modified-Since``."""
+    datetime) and ``Cache-Control: no-cache`` to successful GET/HEAD responses and answer 304
+    Not Modified to a matching ``If-None-Match`` (see the module docstring)."""
 
     last_modified = None
 
@@ -46,10 +48,10 @@ class ConditionalGetMixin:
         response.render()
         etag = body_etag(response.content)
         response["ETag"] = etag
-        timestamp = None
         if self.last_modified is not None:
-            timestamp = int(self.last_modified.timestamp())
-            response["Last-Modified"] = http_date(timestamp)
-        return get_conditional_response(
-            request, etag=etag, last_modified=timestamp, response=response
-        )
+            response["Last-Modified"] = http_date(int(self.last_modified.timestamp()))
+        # Caches revalidate (with the ETag) instead of guessing a freshness from Last-Modified.
+        patch_cache_control(response, no_cache=True)
+        # Only the ETag decides a 304: Last-Modified does not move when something is removed
+        # (a rejected assignment, a deleted paper), so If-Modified-Since alone gets a 200.
+        return get_conditional_response(request, etag=etag, response=response)

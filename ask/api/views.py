@@ -6,7 +6,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from topics.models import Topic
+from topics.models import Topic, TopicRedirect
 
 from ..answers import topic_answer
 from ..ratelimit import AskRateLimited, ask_rate_limit
@@ -18,8 +18,9 @@ class TopicAskView(APIView):
 
     200: :class:`AskAnswerSerializer` (URLs absolute). 400: the question is missing, blank or
     longer than ``ASK_MAX_QUESTION_LENGTH`` (the error names the field). 404: no active topic
-    has the slug. 429: over ``ASK_RATE_LIMIT_PER_MINUTE`` questions a minute for this user or
-    address (the page and the API counted together), with ``Retry-After``.
+    has the slug (an old slug of a renamed topic asks that topic). 429: over
+    ``ASK_RATE_LIMIT_PER_MINUTE`` questions a minute for this user or address (the page and
+    the API counted together), with ``Retry-After``.
     """
 
     permission_classes = [AllowAny]
@@ -44,6 +45,11 @@ class TopicAskView(APIView):
     )
     def post(self, request, slug):
         topic = Topic.objects.active().filter(slug=slug).first()
+        if topic is None:
+            # An old slug of a renamed or merged topic asks the topic now (a POST cannot be
+            # answered with a 301 as the GET resources are).
+            moved = TopicRedirect.objects.filter(old_slug=slug, topic__active=True)
+            topic = next((r.topic for r in moved.select_related("topic")[:1]), None)
         if topic is None:
             raise exceptions.NotFound(f"No active topic has the slug {slug!r}.")
         serializer = AskRequestSerializer(data=request.data)
