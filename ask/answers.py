@@ -73,8 +73,8 @@ _CITATION = re.compile(r"\[(\d+)\]")
 @dataclass
 class Citation:
     """A cited paper: ``number`` as in the answer's ``[n]`` markers, ``id`` its arXiv
-    identifier (or our import key for a paper from outside arXiv), ``url`` the path of its page
-    on this site."""
+    identifier (or ``local:<pk>`` for a paper from outside arXiv, as in the API), ``url`` the
+    path of its page on this site."""
 
     number: int
     id: str

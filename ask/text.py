@@ -46,7 +46,10 @@ STOPWORDS = frozenset(
 
     paper papers work works study studies propose proposes proposed present presents show
     shows shown approach approaches method methods new novel existing recent recently
-    tell explain describe anyone someone something thing things way ways kind kinds""".split()
+    tell explain describe anyone someone something thing things way ways kind kinds
+    anything everything nothing anybody somebody everybody please know find finds found look
+    looking want need help give list lists mention mentions mentioned discuss discusses
+    research researcher researchers topic topics question questions answer answers""".split()
 )
 # Hyphenated compounds count as their parts ("multi-turn" is "multi" and "turn").
 _WORD = re.compile(r"[a-z0-9]+")

@@ -21,7 +21,7 @@ class AskRequestSerializer(serializers.Serializer):
 class CitationSerializer(serializers.Serializer):
     number = serializers.IntegerField(help_text="As in the answer's [n] markers.")
     id = serializers.CharField(
-        help_text="arXiv identifier, or our import key for a paper from outside arXiv."
+        help_text="arXiv identifier, or local:<n> for a paper from outside arXiv (as in papers/)."
     )
     title = serializers.CharField()
     url = serializers.URLField(help_text="Absolute URL of the paper's page on this site.")

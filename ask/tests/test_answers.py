@@ -54,7 +54,7 @@ def test_on_postgresql_the_default_path_is_full_text_search(reference_topic):
     with CaptureQueriesContext(connection) as ctx:
         retrieval = selectors.topic_papers_for_question(topic=reference_topic, question=GRPO)
     assert retrieval.backend == "postgresql"
-    assert any("to_tsvector('english'" in query["sql"] for query in ctx.captured_queries)
+    assert any("p.search_vector AS document" in query["sql"] for query in ctx.captured_queries)
     assert len(ctx.captured_queries) == 2
 
 
@@ -69,7 +69,7 @@ def test_extractive_answer_cites_papers_in_order_with_markers_and_links(referenc
     assert markers == sorted(markers)  # grouped by paper, in citation order
     assert "GRPO" in answer.answer
     for citation in answer.citations:
-        assert citation.id.startswith("reference:")  # reference papers have no arXiv id
+        assert citation.id.startswith("local:")  # reference papers have no arXiv id
         assert citation.url.startswith("/papers/local/")
     # Every sentence is quoted from a cited paper's abstract.
     abstracts = " ".join(
@@ -184,3 +184,16 @@ def test_hostile_abstract_cannot_add_citations_or_markup(reference_topic):
     numbers = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}
     assert numbers == {c.number for c in answer.citations}
     assert max(numbers) <= len(answer.citations)
+
+
+def test_a_question_in_plain_words_finds_what_its_keywords_find(reference_topic):
+    """Filler words of a spoken question ("is there anything about ...") do not dilute it."""
+    from ask.answers import topic_answer
+
+    terse = topic_answer(topic=reference_topic, question="agent memory")
+    plain = topic_answer(
+        topic=reference_topic, question="is there anything about memory for agents?"
+    )
+
+    assert terse.found and plain.found
+    assert plain.citations[0].id == terse.citations[0].id

@@ -189,7 +189,7 @@ def test_api_answer_shape(client, reference_topic):
     assert [c["number"] for c in body["citations"]] == list(range(1, len(body["citations"]) + 1))
     first = body["citations"][0]
     assert set(first) == {"number", "id", "title", "url"}
-    assert first["id"].startswith("reference:")
+    assert first["id"].startswith("local:")
     assert first["url"].startswith("http://testserver/papers/local/")
     assert "[1]" in body["answer"]
     assert post(client, reference_topic, {"question": GRPO.upper()}).json()["cached"] is True
