@@ -41,7 +41,8 @@ def _count(key: str) -> int:
     """Add one to ``key``'s count in this window and return the new count."""
     cache.add(key, 0, timeout=WINDOW_SECONDS + 5)
     try:
-        return cache.incr(key)
+        # None: the cache is down and skipped (IGNORE_EXCEPTIONS): the limit fails open.
+        return cache.incr(key) or 0
     except ValueError:  # the key expired between add and incr: a new window starts
         cache.add(key, 1, timeout=WINDOW_SECONDS + 5)
         return 1

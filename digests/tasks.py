@@ -42,19 +42,25 @@ def digest_send_user(user_id: int, period: str, period_end: str) -> str | None:
     return digest.status
 
 
-@shared_task(name="digests.tasks.digests_send_due")
-def digests_send_due() -> dict[str, int] | None:
+@shared_task(name="digests.tasks.digests_send_due", bind=True)
+def digests_send_due(self) -> dict[str, int] | None:
     """Queue ``digest_send_user`` for every user whose daily or weekly digest is due now
     (``digests.selectors.period_end_due`` and ``digest_due_users``), after marking digests
     left sending too long unconfirmed. Returns ``{"daily": n, "weekly": n}`` tasks queued, or
-    None when another sweep holds the lock."""
+    None when another sweep holds the lock.
+
+    The lock holds the task id: a sweep whose worker was killed is delivered again with the same
+    id (acks_late) and takes its own stale lock over instead of waiting for it to expire."""
     from .models import Digest
     from .selectors import digest_due_users, period_end_due
     from .services import digests_mark_unconfirmed
 
-    if not cache.add(SWEEP_LOCK_KEY, "running", SWEEP_LOCK_SECONDS):
-        logger.info("A digest sweep is already running; this one does nothing.")
-        return None
+    owner = self.request.id or "running"
+    if not cache.add(SWEEP_LOCK_KEY, owner, SWEEP_LOCK_SECONDS):
+        if self.request.id is None or cache.get(SWEEP_LOCK_KEY) != owner:
+            logger.info("A digest sweep is already running; this one does nothing.")
+            return None
+        logger.warning("Digest sweep %s was interrupted; delivered again, it runs anew.", owner)
     try:
         digests_mark_unconfirmed()
         now = timezone.now()

@@ -21,9 +21,11 @@ def match_saved_searches(sender, paper_ids, **kwargs) -> bool:
     """Queue ``follows.tasks.saved_searches_match`` for papers an ingestion batch stored (the
     signal fires after commit); nothing is queued while nobody has a saved search. Returns
     whether a task was queued."""
+    from topicsite.publish import task_publish
+
     from .tasks import saved_searches_match
 
     if not paper_ids or not Follow.objects.filter(kind=Follow.Kind.SEARCH).exists():
         return False
-    saved_searches_match.delay(list(paper_ids))
-    return True
+    # With the broker down: logged with the command that queues it again, the papers stay.
+    return task_publish(saved_searches_match, list(paper_ids))

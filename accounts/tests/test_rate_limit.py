@@ -5,8 +5,8 @@ import redis
 from allauth.core.internal.ratelimit import parse_rates
 from django.conf import settings
 from django.core.cache import cache, caches
-from django.core.cache.backends.redis import RedisCache
 from django.test import Client
+from django_redis.cache import RedisCache
 
 from accounts.tests.factories import PASSWORD, UserFactory
 from accounts.tests.mail import signed_in_user_id
