@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max, Q
@@ -241,6 +242,23 @@ def _clean_search(*, query: str, topics: Iterable[str], categories: Iterable[str
 
 
 def _search_follow_save(*, user, search: _CleanSearch, digest_frequency: str) -> Follow:
+    """Inside a transaction: the user's follow of ``search``, created (and its backfill queued)
+    unless they have it. Raises ``ValidationError`` (key ``query``) when creating it would pass
+    ``FOLLOWS_MAX_SEARCHES_PER_USER``; the user's row is locked so concurrent creates count
+    right."""
+    existing = Follow.objects.filter(user=user, kind=Follow.Kind.SEARCH, query=search.query)
+    if not existing.exists():
+        list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
+        limit = settings.FOLLOWS_MAX_SEARCHES_PER_USER
+        if Follow.objects.filter(user=user, kind=Follow.Kind.SEARCH).count() >= limit:
+            raise ValidationError(
+                {
+                    "query": (
+                        f"You already follow {limit} saved searches, the most one account may "
+                        "have; unfollow one first."
+                    )
+                }
+            )
     follow, created = Follow.objects.get_or_create(
         user=user,
         kind=Follow.Kind.SEARCH,
@@ -250,9 +268,12 @@ def _search_follow_save(*, user, search: _CleanSearch, digest_frequency: str) ->
     if created:
         follow.topic_scope.set(search.topics)
         follow.category_scope.set(search.categories)
+        from topicsite.publish import task_publish
+
         from .tasks import saved_search_backfill
 
-        transaction.on_commit(partial(saved_search_backfill.delay, follow.pk))
+        # A dead broker must not turn the saved follow into an error page: logged instead.
+        transaction.on_commit(partial(task_publish, saved_search_backfill, follow.pk))
     return follow
 
 
@@ -423,6 +444,12 @@ def _entry_name(index: int, entry: object) -> str:
     return f"entry {index}"
 
 
+def _unstorable(text: str) -> bool:
+    """Whether ``text`` holds what a JSON file can spell but the database cannot store: a NUL
+    (``\\u0000``) or an unpaired surrogate (``\\ud800``)."""
+    return "\x00" in text or any("\ud800" <= c <= "\udfff" for c in text)
+
+
 def _string_list(entry: dict, key: str) -> list[str]:
     value = entry.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -435,6 +462,10 @@ def _import_entry(entry: object):
     ("search", _CleanSearch, frequency); raises ``ValidationError`` saying what is wrong."""
     if not isinstance(entry, dict):
         raise ValidationError("must be an object")
+    for key, value in entry.items():
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and _unstorable(text):
+                raise ValidationError(f"{key!r} holds a NUL or an unpaired surrogate character")
     kind = entry.get("kind")
     frequency = _clean_frequency(entry.get("digest_frequency"))
     if kind == Follow.Kind.TOPIC:
