@@ -3,78 +3,34 @@ SMTP backend talks to, and builders for followed topics and their papers."""
 
 from __future__ import annotations
 
-import email
-import email.policy
-import logging
 import re
-import socket
-import threading
 from email.message import EmailMessage
 
 import pytest
-from aiosmtpd.controller import Controller
 
 from accounts.tests.factories import UserFactory
 from papers.tests.factories import AuthorFactory, AuthorshipFactory, PaperFactory
 from topics.tests.factories import AssignmentFactory, TopicFactory
+from topicsite.tests.smtp import CollectingHandler, free_port, local_smtp_server, use_smtp
 
-__all__ = ["AssignmentFactory", "TopicFactory", "UserFactory"]
-
-logging.getLogger("mail.log").setLevel(logging.WARNING)
+__all__ = [
+    "AssignmentFactory",
+    "CollectingHandler",
+    "TopicFactory",
+    "UserFactory",
+    "free_port",
+    "use_smtp",
+]
 
 SITE_URL = "https://topics.example.org"
-
-
-class CollectingHandler:
-    """An aiosmtpd handler that keeps every message it accepts, parsed."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.messages: list[EmailMessage] = []
-        self.raw: list[bytes] = []
-
-    async def handle_DATA(self, server, session, envelope):
-        message = email.message_from_bytes(envelope.original_content, policy=email.policy.default)
-        with self.lock:
-            self.messages.append(message)
-            self.raw.append(envelope.original_content)
-        return "250 Message accepted for delivery"
-
-    def to(self, address: str) -> list[EmailMessage]:
-        with self.lock:
-            return [m for m in self.messages if m["To"] == address]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def use_smtp(settings, port: int) -> None:
-    """Point Django's SMTP email backend at 127.0.0.1:``port``."""
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST = "127.0.0.1"
-    settings.EMAIL_PORT = port
-    settings.EMAIL_HOST_USER = ""
-    settings.EMAIL_HOST_PASSWORD = ""
-    settings.EMAIL_USE_TLS = False
-    settings.EMAIL_USE_SSL = False
-    settings.EMAIL_TIMEOUT = 10
 
 
 @pytest.fixture
 def smtp_server(settings):
     """A local SMTP server over a real socket; Django sends to it. Yields its handler."""
-    handler = CollectingHandler()
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    use_smtp(settings, controller.port)
-    settings.SITE_URL = SITE_URL
-    try:
+    with local_smtp_server(settings) as handler:
+        settings.SITE_URL = SITE_URL
         yield handler
-    finally:
-        controller.stop()
 
 
 def parts(message: EmailMessage) -> tuple[str, str]:
