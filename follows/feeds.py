@@ -110,11 +110,12 @@ class TopicAtomFeed(PaperFeed):
     def get_object(self, request, slug):
         return Topic.objects.active().get(slug=slug)
 
+    # A topic's name is typed by curators: XML 1.0 cannot hold control characters in it either.
     def title(self, topic):
-        return f"{topic.display_name} · topicsite"
+        return _xml_text(f"{topic.display_name} · topicsite")
 
     def subtitle(self, topic):
-        return f"The latest papers in {topic.display_name}."
+        return _xml_text(f"The latest papers in {topic.display_name}.")
 
     def link(self, topic):
         return _absolute(topic.get_absolute_url())

@@ -474,9 +474,11 @@ class TopicAdmin(SimpleHistoryAdmin):
 
     @admin.display(description="topic", ordering=_tree_order())
     def tree_name(self, topic):
+        # Indented with em and en spaces, not a style attribute: the site's
+        # Content-Security-Policy blocks inline styles (settings/base.py, security).
         return format_html(
-            '<span style="padding-left:{}em">{}{}</span>',
-            1.5 * _depth(topic),
+            "{}{}{}",
+            "\u2003\u2002" * _depth(topic),
             "└ " if _depth(topic) else "",
             topic.name,
         )

@@ -200,7 +200,7 @@ def test_topics_are_listed_as_a_tree_with_counts_per_state(curator_client, tree)
     assert counts["Search"] == (1, 0, 0)
     assert counts["Agents"] == (0, 0, 0)
     page = response.content.decode()
-    assert 'padding-left:3.0em">└ Search' in page
+    assert ">\u2003\u2002\u2003\u2002└ Search<" in page
     assert f'?topic={tree["planning"].pk}&amp;state__exact=pending">2</a>' in page
 
 

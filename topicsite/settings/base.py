@@ -47,6 +47,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # ETag on every page and feed, and 304 to a client that already has it (feed readers poll).
+    # ...decided by the ETag only (topicsite/middleware.py says why).
+    "topicsite.middleware.ETagConditionalGetMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "corsheaders.middleware.CorsMiddleware",
@@ -90,13 +93,26 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_redis_url("REDIS_URL")
 if REDIS_URL:
+    # django-redis, because it can skip a dead cache: with Redis down every cache read is a miss
+    # and every write a no-op (logged, "Exception ignored"), so pages and the API answer from
+    # PostgreSQL. Rate limits counted in the cache (allauth's ACCOUNT_RATE_LIMITS, ask's
+    # ASK_RATE_LIMIT_PER_MINUTE, the API throttles) deliberately FAIL OPEN then: readers keep
+    # the site, and log-in guessing is slowed only by password hashing until Redis is back.
+    # Locks taken with cache.add (digest sweep, retraining) fail closed: that run does nothing.
+    # Timeouts in seconds keep a request from hanging on an unreachable (not refusing) host.
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "topicsite",
+            "OPTIONS": {
+                "IGNORE_EXCEPTIONS": True,
+                "SOCKET_CONNECT_TIMEOUT": 1,
+                "SOCKET_TIMEOUT": 1,
+            },
         }
     }
+    DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -166,6 +182,8 @@ FOLLOWS_SEARCH_BACKFILL_DAYS = env_int("FOLLOWS_SEARCH_BACKFILL_DAYS", 90, minim
 FOLLOWS_SEARCH_BACKFILL_MAX_PAPERS = env_int(
     "FOLLOWS_SEARCH_BACKFILL_MAX_PAPERS", 50_000, minimum=1
 )
+# Saved searches one account may follow (each is matched against every new paper).
+FOLLOWS_MAX_SEARCHES_PER_USER = env_int("FOLLOWS_MAX_SEARCHES_PER_USER", 50, minimum=1)
 # Import of an export file: refused as a whole above these sizes.
 FOLLOWS_IMPORT_MAX_BYTES = 1_000_000
 FOLLOWS_IMPORT_MAX_FOLLOWS = 1000
@@ -220,7 +238,7 @@ API_TOKENS_PER_USER = env_int("API_TOKENS_PER_USER", 20, minimum=1)
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.PageNumberPagination",
     "PAGE_SIZE": 25,
@@ -323,6 +341,25 @@ CELERY_TASK_ROUTES = {
     "topics.tasks.*": {"queue": "tag"},
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A message a worker took and never acknowledged (the worker was killed) goes back to its queue
+# after this many seconds (kombu's Redis transport; keep it above the longest task and countdown).
+# Drills set it short. The socket timeouts (s) bound a publish to a broker that is unreachable
+# or vanished without closing the connection (kombu's default is to wait forever).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 60 * 60, minimum=1),
+    "socket_connect_timeout": 2,
+    "socket_timeout": 5,
+}
+# Publishing (.delay) with the broker down: two quick retries (about 0.5 s in all), then
+# kombu's OperationalError, which the on-commit publishers log (the write stays committed; the
+# operator re-queues, see README "Faults"). Never a web request hung for long.
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.25,
+    "interval_max": 0.5,
+}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 
@@ -364,3 +401,36 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "INFO"},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- security (headers, Content-Security-Policy; issue 8) ---
+# django-csp sends the policy on every response; production.py adds HTTPS-only cookies and HSTS.
+# Every script and stylesheet of the site is a file under /static/ (no inline <script>, no
+# style="" attributes outside the digest emails, which no browser loads from us). The API docs
+# pages loosen it for themselves (api/urls_read.py, csp_update).
+INSTALLED_APPS.append("csp")
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+    "csp.middleware.CSPMiddleware",
+)
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        # Swagger UI draws its icons from data: URIs.
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
