@@ -6,12 +6,15 @@ runs a fixed number of queries whatever the number of papers.
 import datetime as dt
 from collections.abc import Iterable
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet
+from django.db.models.lookups import StartsWith
 
 from papers.models import Authorship, Paper
-from topics.models import Assignment
+from topics.models import Assignment, Topic
+from topics.selectors import topic_newest_paper_ids
 
-from .selectors import user_follow_matches, user_papers
+from .models import Follow
+from .selectors import user_follow_matches
 
 # Authors named in an Atom entry; large collaborations list thousands.
 ATOM_AUTHORS = 10
@@ -19,22 +22,87 @@ ATOM_AUTHORS = 10
 ATOM_ENTRIES = 50
 
 
-def feed_card_papers(*, user) -> QuerySet[Paper]:
-    """The papers of everything ``user`` follows (``follows.selectors.user_papers``: distinct,
-    newest first by submitted then id) with what a card shows: ``Paper.objects.for_cards()``
-    plus ``topic_assignments``, the paper's accepted assignments to active topics ordered by
-    topic name (the chips), as on the topic page."""
+# The feed pages through the newest this many papers of a user's follows; a count beyond it
+# would cost a distinct count over every paper of every followed topic.
+FEED_MAX_PAPERS = 1000
+
+
+class FeedPapers:
+    """The newest papers of everything a user follows (as ``follows.selectors.user_papers``:
+    distinct, submitted descending then id descending), at most ``FEED_MAX_PAPERS`` of them,
+    as Django's ``Paginator`` takes them: ``count()`` and slicing, a slice being a list of
+    papers with what a card shows (``Paper.objects.for_cards()`` plus ``topic_assignments``,
+    the chips, as on the topic page). ``capped`` tells whether there were more.
+
+    Reads the ids once, on first use, in one query: the newest accepted assignments of each
+    topic in the followed topics' subtrees and the saved searches' newest papers, merged (one
+    index range scan per topic, see ``topics.selectors.topic_newest_paper_ids``). A slice
+    then loads its papers in five queries.
+    """
+
+    def __init__(self, *, user):
+        self.user = user
+        self._ids: list[int] | None = None
+        self.capped = False
+
+    def _newest_ids(self) -> list[int]:
+        if self._ids is not None:
+            return self._ids
+        followed_above = Follow.objects.filter(
+            StartsWith(OuterRef("path"), F("topic__path")),
+            user=self.user,
+            kind=Follow.Kind.TOPIC,
+        ).exclude(topic__path="")
+        ids = topic_newest_paper_ids(
+            topic_ids=Topic.objects.filter(Exists(followed_above)),
+            limit=FEED_MAX_PAPERS + 1,
+            extra_papers=Paper.objects.filter(pk__in=_search_paper_ids(user=self.user)),
+        )
+        self.capped = len(ids) > FEED_MAX_PAPERS
+        self._ids = ids[:FEED_MAX_PAPERS]
+        return self._ids
+
+    def count(self) -> int:
+        return len(self._newest_ids())
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, index):
+        ids = self._newest_ids()[index]
+        if not isinstance(index, slice):
+            ids = [ids]
+        by_id = {paper.pk: paper for paper in _with_chips(Paper.objects.filter(pk__in=ids))}
+        papers = [by_id[pk] for pk in ids if pk in by_id]
+        return papers if isinstance(index, slice) else papers[0]
+
+
+def _search_paper_ids(*, user) -> QuerySet:
+    from .selectors import _scoped_matches
+
+    return (
+        _scoped_matches()
+        .filter(follow__user=user, follow__kind=Follow.Kind.SEARCH)
+        .values("paper_id")
+    )
+
+
+def _with_chips(papers: QuerySet[Paper]) -> QuerySet[Paper]:
     chips = (
         Assignment.objects.accepted()
         .filter(topic__active=True)
         .select_related("topic")
         .order_by("topic__name", "topic_id")
     )
-    return (
-        user_papers(user=user)
-        .for_cards()
-        .prefetch_related(Prefetch("assignments", queryset=chips, to_attr="topic_assignments"))
+    return papers.for_cards().prefetch_related(
+        Prefetch("assignments", queryset=chips, to_attr="topic_assignments")
     )
+
+
+def feed_card_papers(*, user) -> FeedPapers:
+    """The papers of everything ``user`` follows, newest first, with what a card shows, for
+    ``Paginator``: see :class:`FeedPapers` (at most ``FEED_MAX_PAPERS``)."""
+    return FeedPapers(user=user)
 
 
 def feed_mark(*, user, papers: Iterable[Paper], seen_before: dt.datetime | None) -> list[Paper]:

@@ -94,9 +94,12 @@ class Assignment(TimeStampedModel):
         related_name="assignment_decisions",
     )
     decided_at = models.DateTimeField(null=True, blank=True)
+    # The paper's ``submitted``, copied by database triggers (migration 0005) on every insert
+    # and whenever the paper's date changes, so a topic's newest papers are one index scan.
+    submitted = models.DateField(null=True, blank=True, editable=False)
 
     objects = AssignmentQuerySet.as_manager()
-    history = HistoricalRecords()
+    history = HistoricalRecords(excluded_fields=["submitted"])
 
     class Meta:
         ordering = ["topic", "paper"]
@@ -107,7 +110,16 @@ class Assignment(TimeStampedModel):
                 name="assignment_score_in_unit_interval",
             ),
         ]
-        indexes = [models.Index(fields=["topic", "state"], name="assignment_topic_state_idx")]
+        indexes = [
+            models.Index(fields=["topic", "state"], name="assignment_topic_state_idx"),
+            # A topic's accepted papers newest first: the topic page's cards and momentum's
+            # per-day counts read this index alone.
+            models.Index(
+                fields=["topic", "-submitted", "-paper"],
+                condition=models.Q(state="accepted"),
+                name="assignment_topic_newest_idx",
+            ),
+        ]
 
     def __str__(self):
         return f"{self.paper.identifier} → {self.topic.name} ({self.state}, {self.source})"
@@ -115,6 +127,38 @@ class Assignment(TimeStampedModel):
     @property
     def is_curator_decision(self) -> bool:
         return self.decided_by_id is not None
+
+
+class TopicStats(models.Model):
+    """Precomputed figures of a topic: ``paper_count``, the distinct papers accepted in the
+    topic or a descendant (what ``topics.selectors.topic_papers`` counts), and its momentum.
+
+    ``generation`` is bumped whenever the count may have changed (after tagging, curation or a
+    move commits); the count is current when ``counted_generation`` equals it. Kept by
+    ``topics.selectors.topic_paper_count`` and ``topics.services``; see there.
+    """
+
+    topic = models.OneToOneField(
+        Topic, primary_key=True, on_delete=models.CASCADE, related_name="stats"
+    )
+    paper_count = models.PositiveIntegerField(default=0)
+    generation = models.PositiveBigIntegerField(default=1)
+    counted_generation = models.PositiveBigIntegerField(default=0)
+    counted_at = models.DateTimeField(null=True, blank=True)
+    # The topic's momentum as ``topics.momentum.topic_momentum_stored`` last computed it, and
+    # what it was computed on: "<as_of>:<newest paper id>:<generation>".
+    momentum = models.JSONField(default=dict, blank=True)
+    momentum_key = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        verbose_name_plural = "topic stats"
+
+    def __str__(self):
+        return f"{self.topic_id}: {self.paper_count} papers"
+
+    @property
+    def is_current(self) -> bool:
+        return self.counted_generation == self.generation
 
 
 class TopicRedirect(models.Model):

@@ -10,7 +10,9 @@
 
 Three queries whatever the data: the newest submitted date (skipped when ``as_of`` is given),
 the topic's papers grouped by submitted date, and the count of all papers in the window.
-:func:`topics_momentum` gives the same figures for many topics in the same number of queries.
+:func:`topics_momentum` gives the same figures for many topics in the same number of queries;
+:func:`topic_momentum_stored` (what pages show) reads them from ``TopicStats`` in two queries,
+computing them again only when the data may have changed.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from django.utils import timezone
 
 from papers.models import Paper
 
-from .models import Assignment, Topic
+from .models import Assignment, Topic, TopicStats
 
 __all__ = [
     "CHART_WEEKS",
@@ -37,6 +39,7 @@ __all__ = [
     "momentum_chart",
     "momentum_sentence",
     "topic_momentum",
+    "topic_momentum_stored",
     "topics_momentum",
     "week_label",
 ]
@@ -101,13 +104,18 @@ def topic_momentum(*, topic: Topic, as_of: dt.date | None = None) -> Momentum:
     # One grouped query covers both four-week windows and all chart weeks.
     earliest = min(before_after + dt.timedelta(days=1), first_monday)
 
-    # ``id__in`` a subquery counts each paper once, however many subtree topics it has.
-    topic_paper_ids = Assignment.objects.accepted().in_subtree(topic).order_by().values("paper_id")
+    # Assignments carry their paper's submitted date (indexed per topic), so the papers table
+    # is not read; a distinct count keeps a paper under two subtree topics counted once.
     per_day = (
-        Paper.objects.filter(id__in=topic_paper_ids, submitted__gte=earliest, submitted__lte=as_of)
+        Assignment.objects.accepted()
+        .filter(
+            topic_id__in=Topic.objects.subtree(topic).values("pk"),
+            submitted__gte=earliest,
+            submitted__lte=as_of,
+        )
         .order_by()
         .values("submitted")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("paper_id", distinct=True))
         .values_list("submitted", "n")
     )
     recent = before = 0
@@ -134,17 +142,70 @@ def topic_momentum(*, topic: Topic, as_of: dt.date | None = None) -> Momentum:
     )
 
 
+def _momentum_to_json(m: Momentum) -> dict:
+    return {
+        "as_of": m.as_of.isoformat(),
+        "recent": m.recent,
+        "before": m.before,
+        "change_pct": m.change_pct,
+        "share": m.share,
+        "weeks": [[w.week_start.isoformat(), w.count] for w in m.weeks],
+    }
+
+
+def _momentum_from_json(data: dict) -> Momentum:
+    return Momentum(
+        as_of=dt.date.fromisoformat(data["as_of"]),
+        recent=data["recent"],
+        before=data["before"],
+        change_pct=data["change_pct"],
+        share=data["share"],
+        weeks=[WeekCount(dt.date.fromisoformat(day), n) for day, n in data["weeks"]],
+    )
+
+
+def topic_momentum_stored(*, topic: Topic, as_of: dt.date | None = None) -> Momentum:
+    """:func:`topic_momentum` of ``topic`` (same figures, same ``as_of`` default), read from
+    the topic's :class:`~topics.models.TopicStats` in two queries (the newest submitted date
+    and paper id; the stats row, none when ``topic`` was loaded with ``select_related("stats")``)
+    while they are current.
+
+    They are current while the newest paper id and ``as_of`` are those they were computed on
+    and the topic's ``generation`` has not moved on (tagging, curation and moves bump it after
+    commit, see ``topics.services``); otherwise they are computed again (two more queries) and
+    stored (one or two more). A paper whose submitted date changes, or that is deleted, is
+    seen at the next new paper or assignment change.
+    """
+    latest = Paper.objects.aggregate(newest=Max("submitted"), last=Max("id"))
+    if as_of is None:
+        as_of = latest["newest"] or timezone.localdate()
+    from .selectors import topic_stats_loaded  # selectors import this module
+
+    stats = topic_stats_loaded(topic)
+    if stats is None:
+        stats, _ = TopicStats.objects.get_or_create(topic_id=topic.pk)
+    # Read before computing: a change committed meanwhile bumps the generation past this key.
+    key = f"{as_of.isoformat()}:{latest['last']}:{stats.generation}"
+    if stats.momentum_key == key and stats.momentum:
+        return _momentum_from_json(stats.momentum)
+    momentum = topic_momentum(topic=topic, as_of=as_of)
+    TopicStats.objects.filter(pk=topic.pk, generation=stats.generation).update(
+        momentum=_momentum_to_json(momentum), momentum_key=key
+    )
+    return momentum
+
+
 # Distinct papers per (topic, submitted day) for a set of topics, each topic counting its whole
 # subtree (assignment topics whose path starts with the topic's path). Counting per day is
-# enough for distinct counts over any span of days: a paper has one submitted date.
+# enough for distinct counts over any span of days: a paper has one submitted date (which
+# every assignment carries, so the papers table is not read).
 _SUBTREE_DAILY_SQL = """
-    SELECT t.id, p.submitted, COUNT(DISTINCT p.id)
+    SELECT t.id, a.submitted, COUNT(DISTINCT a.paper_id)
     FROM {topic} t
     JOIN {topic} member ON member.path LIKE t.path || '%%'
     JOIN {assignment} a ON a.topic_id = member.id
-    JOIN {paper} p ON p.id = a.paper_id
-    WHERE t.id IN ({topic_ids}) AND a.state = %s AND p.submitted >= %s AND p.submitted <= %s
-    GROUP BY t.id, p.submitted
+    WHERE t.id IN ({topic_ids}) AND a.state = %s AND a.submitted >= %s AND a.submitted <= %s
+    GROUP BY t.id, a.submitted
 """
 
 
@@ -183,7 +244,6 @@ def topics_momentum(
     sql = _SUBTREE_DAILY_SQL.format(
         topic=connection.ops.quote_name(Topic._meta.db_table),
         assignment=connection.ops.quote_name(Assignment._meta.db_table),
-        paper=connection.ops.quote_name(Paper._meta.db_table),
         topic_ids=", ".join(["%s"] * len(topics)),
     )
     params = [t.pk for t in topics] + [Assignment.State.ACCEPTED, earliest, as_of]

@@ -9,6 +9,7 @@ import datetime as dt
 import hashlib
 import uuid
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from django.core.cache import cache
 from django.db import connection
@@ -23,11 +24,12 @@ from django.db.models import (
     QuerySet,
     Subquery,
 )
+from django.urls import reverse
 from django.utils import timezone
 
-from papers.models import Paper
+from papers.models import Authorship, Paper, PaperAffiliation
 
-from .models import Assignment, Topic
+from .models import Assignment, Topic, TopicStats
 from .momentum import CHART_WEEKS, WINDOW_DAYS, Momentum, topics_momentum
 
 __all__ = [
@@ -35,10 +37,22 @@ __all__ = [
     "INDEX_SORTS",
     "RISING_MIN_PAPERS",
     "IndexTopic",
+    "PaperCard",
     "TopicIndex",
     "TopicNode",
+    "paper_cards",
     "topic_ancestors",
+    "TOPIC_COUNT_LOCK_SECONDS",
+    "TopicCardPage",
+    "topic_card_page",
     "topic_card_papers",
+    "topic_newest_paper_ids",
+    "topic_page_number",
+    "topic_paper_count",
+    "topic_stats",
+    "topic_stats_loaded",
+    "topic_subtree",
+    "topic_subtree_ids",
     "topic_index",
     "topic_index_cache_invalidate",
     "topic_index_matching",
@@ -61,16 +75,359 @@ def topic_card_papers(*, topic: Topic) -> QuerySet[Paper]:
     On top of ``Paper.objects.for_cards()`` each paper gets ``topic_assignments``: its accepted
     assignments to active topics, with the topic loaded, ordered by topic name (the chips).
     """
+    return _with_card_data(topic_papers(topic=topic))
+
+
+def topic_subtree(*, topic: Topic) -> list[Topic]:
+    """``topic`` and all its descendants, active or not, ordered by name, with only ``id``,
+    ``parent``, ``path``, ``active``, ``name``, ``slug`` and ``short_name`` loaded (one query on
+    the small topic table): the subtree's ids and the active children in one read. Raises
+    ``ValueError`` for a topic without a path."""
+    return list(
+        Topic.objects.subtree(topic)
+        .order_by("name", "pk")
+        .only("id", "parent_id", "path", "active", "name", "slug", "short_name")
+    )
+
+
+def topic_subtree_ids(*, topic: Topic) -> list[int]:
+    """Primary keys of ``topic`` and all its descendants, active or not (one query on the
+    small topic table). Raises ``ValueError`` for a topic without a path."""
+    return list(Topic.objects.subtree(topic).order_by("pk").values_list("pk", flat=True))
+
+
+# The newest accepted papers of each topic in a set, merged: one index range scan per topic on
+# assignment_topic_newest_idx (topic, submitted desc, paper desc where accepted), each cut at
+# the rows the page can need; a paper under two topics of the set counts once (GROUP BY).
+_NEWEST_BRANCH_SQL = (
+    "SELECT submitted, paper_id FROM (SELECT submitted, paper_id FROM {assignment}"
+    " WHERE topic_id = %s AND state = %s ORDER BY submitted DESC, paper_id DESC LIMIT %s) b{n}"
+)
+
+
+def topic_newest_paper_ids(
+    *,
+    topic_ids: list[int] | QuerySet[Topic],
+    limit: int,
+    offset: int = 0,
+    extra_papers: QuerySet[Paper] | None = None,
+) -> list[int]:
+    """Ids of distinct papers with an accepted assignment to any topic of ``topic_ids``,
+    ordered as :func:`topic_papers` (submitted descending, then id descending), ``limit`` of
+    them from position ``offset`` (0-based). One query; its cost grows with the number of
+    topics and with ``offset + limit``, not with the topics' sizes. ``topic_ids`` may be a
+    queryset of topics (on PostgreSQL it then runs inside the same query). ``extra_papers``,
+    papers from elsewhere (a saved search's), are merged in the same order. Raises
+    ``ValueError`` for a negative ``limit`` or ``offset``."""
+    if limit < 0 or offset < 0:
+        raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
+    if not limit:
+        return []
+    # Any of the first offset + limit distinct papers is among the first offset + limit rows
+    # of each of its topics: the rows above it in a topic are distinct papers above it.
+    wanted = offset + limit
+    assignment = connection.ops.quote_name(Assignment._meta.db_table)
+    branches, params = [], []
+    if isinstance(topic_ids, QuerySet) and connection.vendor == "postgresql":
+        # The topics as a subquery, each joined to its newest rows (LATERAL): no query of
+        # their own.
+        topics_sql, topics_params = topic_ids.values("pk").query.sql_with_params()
+        branches.append(
+            f"SELECT newest_rows.* FROM ({topics_sql}) subtree (id), LATERAL"
+            f" (SELECT submitted, paper_id FROM {assignment} WHERE topic_id = subtree.id"
+            " AND state = %s ORDER BY submitted DESC, paper_id DESC LIMIT %s) newest_rows"
+        )
+        params += [*topics_params, Assignment.State.ACCEPTED, wanted]
+    else:
+        for n, topic_id in enumerate(
+            list(topic_ids.values_list("pk", flat=True))
+            if isinstance(topic_ids, QuerySet)
+            else topic_ids
+        ):
+            branches.append(_NEWEST_BRANCH_SQL.format(assignment=assignment, n=n))
+            params += [topic_id, Assignment.State.ACCEPTED, wanted]
+    if extra_papers is not None:
+        extra_sql, extra_params = (
+            extra_papers.order_by("-submitted", "-id")
+            .values_list("submitted", "id")[:wanted]
+            .query.sql_with_params()
+        )
+        branches.append(f"SELECT submitted, id AS paper_id FROM ({extra_sql}) extra")
+        params += list(extra_params)
+    if not branches:
+        return []
+    sql = (
+        # No column list on the derived table: SQLite has none; every branch names its columns.
+        f"SELECT paper_id FROM ({' UNION ALL '.join(branches)}) newest"
+        " GROUP BY submitted, paper_id ORDER BY submitted DESC, paper_id DESC LIMIT %s OFFSET %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, limit, offset])
+        return [row[0] for row in cursor.fetchall()]
+
+
+# While one request recounts a topic, others show the last count (seconds).
+TOPIC_COUNT_LOCK_SECONDS = 30
+_COUNT_LOCK_PREFIX = "topics:count-lock:v1"
+
+
+def topic_stats_loaded(topic: Topic) -> TopicStats | None:
+    """``topic``'s stats row as loaded with it (``select_related("stats")``: no query), else
+    read now (one query); None when it has none yet. Never left cached on ``topic`` by this
+    function, so a later call reads the row again."""
+    if Topic.stats.is_cached(topic):
+        return getattr(topic, "stats", None)
+    return TopicStats.objects.filter(pk=topic.pk).first()
+
+
+def topic_stats(*, topic: Topic, subtree_ids: list[int] | None = None) -> TopicStats:
+    """``topic``'s :class:`~topics.models.TopicStats` with ``paper_count`` the distinct papers
+    accepted in the topic or a descendant (``topic_papers(...).count()``): one query while the
+    stored count is current.
+
+    When tagging, curation or a move has changed the topic since it was counted (its
+    ``generation`` moved on), the count is taken again and stored, a few more queries; while
+    another request holds the recount (a ``cache.add`` lock for ``TOPIC_COUNT_LOCK_SECONDS``)
+    the last stored count is returned instead. ``subtree_ids`` (from
+    :func:`topic_subtree_ids`) saves a query when the caller has them; so does a ``topic``
+    loaded with ``select_related("stats")``.
+    """
+    stats = topic_stats_loaded(topic)
+    if stats is not None and stats.is_current:
+        return stats
+    lock = f"{_COUNT_LOCK_PREFIX}:{topic.pk}"
+    if stats is not None and stats.counted_at is not None:
+        if not cache.add(lock, 1, timeout=TOPIC_COUNT_LOCK_SECONDS):
+            return stats  # someone else is recounting: serve the last count
+    if stats is None:
+        stats, _ = TopicStats.objects.get_or_create(topic_id=topic.pk)
+    # The generation is read before counting: a change committed after this read bumps it
+    # again, so the count stored here is never taken for newer than it is.
+    generation = stats.generation
+    if subtree_ids is None:
+        subtree_ids = topic_subtree_ids(topic=topic)
+    stats.paper_count = (
+        Assignment.objects.accepted()
+        .filter(topic_id__in=subtree_ids)
+        .order_by()
+        .values("paper_id")
+        .distinct()
+        .count()
+    )
+    stats.counted_at = timezone.now()
+    TopicStats.objects.filter(pk=topic.pk, counted_generation__lt=generation).update(
+        paper_count=stats.paper_count, counted_generation=generation, counted_at=stats.counted_at
+    )
+    stats.counted_generation = generation
+    cache.delete(lock)
+    return stats
+
+
+def topic_paper_count(*, topic: Topic, subtree_ids: list[int] | None = None) -> int:
+    """``topic_stats(...).paper_count``: distinct papers accepted in ``topic`` or a
+    descendant, as stored (see :func:`topic_stats`)."""
+    return topic_stats(topic=topic, subtree_ids=subtree_ids).paper_count
+
+
+def topic_page_number(number: int | str | None, *, paper_count: int, per_page: int) -> int:
+    """The page to show for ``?page=number``: anything not a positive whole number is 1, a
+    page past the last (by ``paper_count``) is the last."""
+    try:
+        number = max(int(number), 1)
+    except (TypeError, ValueError):
+        number = 1
+    return min(number, max(-(-paper_count // per_page), 1))
+
+
+@dataclass
+class TopicCardPage:
+    """One page of a topic's cards: ``papers`` (:class:`PaperCard`, in
+    :func:`topic_card_papers` order), ``number`` (1-based), ``per_page``, ``paper_count`` (see
+    :func:`topic_paper_count`) and whether there are pages before and after this one. Offers
+    what templates use of Django's ``Page``."""
+
+    papers: list[PaperCard]
+    number: int
+    per_page: int
+    paper_count: int
+    has_next: bool
+
+    def __iter__(self):
+        return iter(self.papers)
+
+    def __len__(self):
+        return len(self.papers)
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def has_other_pages(self) -> bool:
+        return self.has_previous or self.has_next
+
+    @property
+    def num_pages(self) -> int:
+        """Pages of ``paper_count`` papers; at least this page (and one more when there is a
+        next page), so a count that is a moment behind never contradicts the links."""
+        counted = -(-self.paper_count // self.per_page) if self.paper_count else 1
+        return max(counted, self.number + (1 if self.has_next else 0))
+
+    def previous_page_number(self) -> int:
+        return self.number - 1
+
+    def next_page_number(self) -> int:
+        return self.number + 1
+
+    @property
+    def paginator(self):  # templates written for Django's Page read page.paginator.num_pages
+        return self
+
+
+def topic_card_page(
+    *,
+    topic: Topic,
+    number: int | str | None,
+    per_page: int,
+    subtree_ids: list[int] | None = None,
+    paper_count: int | None = None,
+) -> TopicCardPage:
+    """Page ``number`` (see :func:`topic_page_number`) of ``topic``'s papers, its descendants'
+    included, newest first, ``per_page`` cards with everything a card shows (as
+    :func:`topic_card_papers`). ``subtree_ids`` and ``paper_count`` save their queries when
+    the caller has them.
+
+    A fixed number of queries whatever the size of the topic: subtree ids, the stored count
+    (more while recounting, see :func:`topic_stats`), the page's paper ids (one index scan per
+    subtree topic) and the cards' papers, authorships, affiliations and chips.
+    """
+    if subtree_ids is None:
+        subtree_ids = topic_subtree_ids(topic=topic)
+    if paper_count is None:
+        paper_count = topic_paper_count(topic=topic, subtree_ids=subtree_ids)
+    number = topic_page_number(number, paper_count=paper_count, per_page=per_page)
+    offset = (number - 1) * per_page
+    # One more than the page: whether there is a next page without counting.
+    ids = topic_newest_paper_ids(topic_ids=subtree_ids, limit=per_page + 1, offset=offset)
+    if not ids and number > 1:  # the stored count ran ahead of the papers: show the first page
+        number, offset = 1, 0
+        ids = topic_newest_paper_ids(topic_ids=subtree_ids, limit=per_page + 1)
+    has_next, ids = len(ids) > per_page, ids[:per_page]
+    papers = paper_cards(paper_ids=ids)
+    return TopicCardPage(
+        papers=papers,
+        number=number,
+        per_page=per_page,
+        paper_count=paper_count,
+        has_next=has_next,
+    )
+
+
+@dataclass
+class PaperCard:
+    """What a paper card shows, as plain data (no model instances: building 30 papers with
+    their authors, affiliations and chips as models costs more than the queries). Offers the
+    names ``templates/topics/_paper_card.html`` reads of a ``Paper`` prepared by
+    :func:`topic_card_papers`: ``primary_category.code``, ``shown_authorships[i].author.name``,
+    ``shown_affiliations[i].affiliation.name``, ``topic_assignments[i].topic.name`` and
+    ``.topic_url``, ``get_absolute_url()``."""
+
+    pk: int
+    url: str
+    title: str
+    abstract: str
+    submitted: dt.date
+    withdrawn: bool
+    author_count: int
+    affiliation_count: int
+    primary_category: SimpleNamespace
+    shown_authorships: list[SimpleNamespace] = field(default_factory=list)
+    shown_affiliations: list[SimpleNamespace] = field(default_factory=list)
+    topic_assignments: list[SimpleNamespace] = field(default_factory=list)
+
+    def get_absolute_url(self) -> str:
+        return self.url
+
+
+def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
+    """:class:`PaperCard` of the papers ``paper_ids``, in that order (unknown ids left out):
+    the first three authors and affiliations by position, the chips (accepted assignments to
+    active topics) by topic name. Four queries, none without ids."""
+    if not paper_ids:
+        return []
+    cards = {}
+    for pk, arxiv_id, title, abstract, submitted, withdrawn, authors, affs, code in (
+        Paper.objects.filter(id__in=paper_ids).order_by().values_list(*_CARD_FIELDS)
+    ):
+        # As Paper.get_absolute_url, without building the model.
+        url = (
+            reverse("papers:detail", kwargs={"arxiv_id": arxiv_id})
+            if arxiv_id
+            else reverse("papers:detail-local", kwargs={"pk": pk})
+        )
+        cards[pk] = PaperCard(
+            pk=pk,
+            url=url,
+            title=title,
+            abstract=abstract,
+            submitted=submitted,
+            withdrawn=withdrawn,
+            author_count=authors,
+            affiliation_count=affs,
+            primary_category=SimpleNamespace(code=code),
+        )
+    for paper_id, name in (
+        Authorship.objects.filter(paper_id__in=paper_ids, position__lt=3)
+        .order_by("paper_id", "position")
+        .values_list("paper_id", "author__name")
+    ):
+        cards[paper_id].shown_authorships.append(SimpleNamespace(author=SimpleNamespace(name=name)))
+    for paper_id, name in (
+        PaperAffiliation.objects.filter(paper_id__in=paper_ids, position__lt=3)
+        .order_by("paper_id", "position")
+        .values_list("paper_id", "affiliation__name")
+    ):
+        cards[paper_id].shown_affiliations.append(
+            SimpleNamespace(affiliation=SimpleNamespace(name=name))
+        )
+    urls: dict[str, str] = {}
+    for paper_id, name, slug in (
+        Assignment.objects.accepted()
+        .filter(paper_id__in=paper_ids, topic__active=True)
+        .order_by("topic__name", "topic_id")
+        .values_list("paper_id", "topic__name", "topic__slug")
+    ):
+        if slug not in urls:  # one reverse() per chip topic, not one per chip
+            urls[slug] = reverse("topics:detail", kwargs={"slug": slug})
+        cards[paper_id].topic_assignments.append(
+            SimpleNamespace(topic=SimpleNamespace(name=name, slug=slug), topic_url=urls[slug])
+        )
+    return [cards[pk] for pk in paper_ids if pk in cards]
+
+
+_CARD_FIELDS = (
+    "id",
+    "arxiv_id",
+    "title",
+    "abstract",
+    "submitted",
+    "withdrawn",
+    "author_count",
+    "affiliation_count",
+    "primary_category__code",
+)
+
+
+def _with_card_data(papers: QuerySet[Paper]) -> QuerySet[Paper]:
+    """``papers`` with ``Paper.objects.for_cards()`` and the chips (``topic_assignments``)."""
     chips = (
         Assignment.objects.accepted()
         .filter(topic__active=True)
         .select_related("topic")
         .order_by("topic__name", "topic_id")
     )
-    return (
-        topic_papers(topic=topic)
-        .for_cards()
-        .prefetch_related(Prefetch("assignments", queryset=chips, to_attr="topic_assignments"))
+    return papers.for_cards().prefetch_related(
+        Prefetch("assignments", queryset=chips, to_attr="topic_assignments")
     )
 
 

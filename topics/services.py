@@ -32,6 +32,7 @@ from django.db.models import (
     Case,
     CharField,
     ExpressionWrapper,
+    F,
     FloatField,
     Q,
     Value,
@@ -53,7 +54,7 @@ from .classifier import (
     classifier_settings,
     paper_text,
 )
-from .models import Assignment, ClassifierModel, Topic, TopicRedirect
+from .models import Assignment, ClassifierModel, Topic, TopicRedirect, TopicStats
 from .rules import Rule, RuleSyntaxError, compile_rule, fold
 from .tasks import tag_papers
 
@@ -188,6 +189,10 @@ def topic_move(*, topic: Topic, parent: Topic | None) -> Topic:
                 parent_id=parent_id, updated_at=timezone.now()
             )
         if new_path != current.path:
+            # The old and the new ancestors' subtrees change: recount them.
+            topic_caches_invalidate_on_commit(
+                int(pk) for pk in f"{current.path}{parent_path}".split("/") if pk
+            )
             old_length = len(current.path)
             Topic.objects.filter(path__startswith=current.path).update(
                 path=Concat(
@@ -202,13 +207,19 @@ def topic_move(*, topic: Topic, parent: Topic | None) -> Topic:
 
 
 def _topic_caches_invalidate(topic_ids: Iterable[int]) -> None:
-    """Drop what is cached for these topics: the topics index (counts, momentum, sparklines).
+    """Drop what is cached for these topics: the topics index (counts, momentum, sparklines),
+    and mark the stored paper counts (``TopicStats``) of these topics and of their ancestors
+    as behind, so the next topic page counts again (two queries on the small topic tables).
 
     The one place every assignment-writing service reaches after its transaction commits.
     """
     from .selectors import topic_index_cache_invalidate
 
     topic_index_cache_invalidate()
+    topic_ids = set(topic_ids)
+    paths = Topic.objects.filter(pk__in=topic_ids).values_list("path", flat=True)
+    counted = topic_ids | {int(pk) for path in paths for pk in path.split("/") if pk}
+    TopicStats.objects.filter(pk__in=counted).update(generation=F("generation") + 1)
 
 
 def topic_caches_invalidate_on_commit(topic_ids: Iterable[int]) -> None:

@@ -3,16 +3,23 @@
 ``topics.selectors`` and ``topics.momentum``.
 """
 
-from django.core.paginator import Paginator
+from django.core.cache import cache
 from django.http import Http404, HttpResponsePermanentRedirect
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 
 from . import selectors
 from .models import Topic, TopicRedirect
-from .momentum import momentum_chart, momentum_sentence, topic_momentum
+from .momentum import momentum_chart, momentum_sentence, topic_momentum_stored
 
 PAPERS_PER_PAGE = 30
+# A page of rendered cards is cached this long at most (seconds); a tagging or curation commit
+# that touches the topic's subtree replaces it at once (the topic's stats generation moves on).
+CARDS_CACHE_SECONDS = 300
+CARDS_LOCK_SECONDS = 30
+_CARDS_CACHE_PREFIX = "topics:cards:v1"
 INDEX_QUERY_MAX_LENGTH = 100
 INDEX_SORT_LABELS = (("name", "Name"), ("size", "Size"), ("rising", "Rising"))
 
@@ -21,7 +28,8 @@ def _active_topic_or_redirect(request, slug: str, view_name: str):
     """The active topic with ``slug``; for an old slug of a renamed or merged-away topic, a 301
     to ``view_name`` at the topic's slug now (the query string kept). Raises ``Http404`` for
     anything else."""
-    topic = Topic.objects.active().filter(slug=slug).first()
+    # With its stats row: the momentum and paper count read it without a query of their own.
+    topic = Topic.objects.active().select_related("stats").filter(slug=slug).first()
     if topic is not None:
         return topic
     redirect = (
@@ -72,27 +80,66 @@ def topic_index(request):
     return render(request, "topics/topic_index.html", context)
 
 
+def _topic_cards_html(request, topic: Topic, raw_number, subtree_ids: list[int]) -> tuple[str, int]:
+    """``(the rendered cards and pager of page ?page=raw_number, the topic's paper count)``.
+
+    The rendered cards are cached per topic and page number with the topic's stats
+    ``generation``; an entry of an older generation is rebuilt by one request at a time (a
+    ``cache.add`` lock) while the others serve it as it is. Without a cache every request
+    builds the page (a fixed number of queries, see ``selectors.topic_card_page``).
+    """
+    stats = selectors.topic_stats(topic=topic, subtree_ids=subtree_ids)
+    number = selectors.topic_page_number(
+        raw_number, paper_count=stats.paper_count, per_page=PAPERS_PER_PAGE
+    )
+    key = f"{_CARDS_CACHE_PREFIX}:{topic.pk}:{number}"
+    entry = cache.get(key)  # (generation, html)
+    if entry is not None:
+        generation, html = entry
+        if generation == stats.generation or not cache.add(
+            f"{key}:lock", 1, timeout=CARDS_LOCK_SECONDS
+        ):
+            return mark_safe(html), stats.paper_count  # noqa: S308 - our own rendered template
+    page = selectors.topic_card_page(
+        topic=topic,
+        number=number,
+        per_page=PAPERS_PER_PAGE,
+        subtree_ids=subtree_ids,
+        paper_count=stats.paper_count,
+    )
+    html = render_to_string("topics/_topic_cards.html", {"page": page}, request)
+    cache.set(key, (stats.generation, str(html)), timeout=CARDS_CACHE_SECONDS)
+    if entry is not None:
+        cache.delete(f"{key}:lock")
+    return html, stats.paper_count
+
+
 def topic_detail(request, slug):
     """``/topics/<slug>/``: breadcrumb, momentum and chart, then the topic's papers (its
-    descendants' included), newest first, ``PAPERS_PER_PAGE`` a page (``?page=N``).
+    descendants' included), newest first, ``PAPERS_PER_PAGE`` a page (``?page=N``; past the
+    last page is the last page).
 
     404 for an unknown or inactive topic; 301 to the new address for an old slug of a renamed
-    or merged-away topic. The query count does not depend on the number of cards or chips.
+    or merged-away topic. The query count does not depend on the number of cards or chips, nor
+    the time on the size of the topic (see ``selectors.topic_card_page``); the rendered cards
+    are cached (see :func:`_topic_cards_html`).
     """
     topic = _active_topic_or_redirect(request, slug, "topics:detail")
     if not isinstance(topic, Topic):
         return topic
-    momentum = topic_momentum(topic=topic)
-    paginator = Paginator(selectors.topic_card_papers(topic=topic), PAPERS_PER_PAGE)
-    page = paginator.get_page(request.GET.get("page"))
+    momentum = topic_momentum_stored(topic=topic)
+    subtree = selectors.topic_subtree(topic=topic)
+    cards_html, paper_total = _topic_cards_html(
+        request, topic, request.GET.get("page"), [t.pk for t in subtree]
+    )
     context = {
         "topic": topic,
         "ancestors": selectors.topic_ancestors(topic=topic),
-        "children": topic.children.active().order_by("name"),
+        "children": [t for t in subtree if t.parent_id == topic.pk and t.active],
         "momentum": momentum,
         "momentum_sentence": momentum_sentence(momentum),
         "chart_bars": momentum_chart(momentum),
-        "page": page,
-        "paper_total": paginator.count,
+        "cards_html": cards_html,
+        "paper_total": paper_total,
     }
     return render(request, "topics/topic_detail.html", context)
