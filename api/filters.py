@@ -22,6 +22,7 @@ is a 400 naming the parameter and what it allows.
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import django_filters
 from django import forms
@@ -56,12 +57,47 @@ def _search_query(q: str) -> SearchQuery:
     return SearchQuery(q, search_type="websearch", config=SEARCH_CONFIG)
 
 
+# websearch syntax: "a phrase", -excluded, OR between terms, plain words.
+_WEBSEARCH_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+
+
+def _substring_query(q: str) -> Q:
+    """``q`` in PostgreSQL's websearch syntax as substring conditions on title or abstract, for
+    databases without full-text search: every word or ``"phrase"`` must occur (``-term`` must
+    not; ``a OR b`` either), case-insensitively. An empty ``q`` matches everything."""
+    groups: list[Q] = []  # AND of these; each an OR of terms
+    pending_or = False
+    for match in _WEBSEARCH_TOKEN.finditer(q):
+        negate, phrase, word = match.group(1), match.group(2), match.group(3)
+        if word is not None and word.upper() == "OR":
+            pending_or = bool(groups)
+            continue
+        if word is not None and word.startswith("-") and len(word) > 1:
+            negate, word = "-", word[1:]
+        text = (phrase if phrase is not None else word).strip()
+        if not text:
+            continue
+        term = Q(title__icontains=text) | Q(abstract__icontains=text)
+        if negate:
+            term = ~term
+        if pending_or:
+            groups[-1] |= term
+        else:
+            groups.append(term)
+        pending_or = False
+    condition = Q()
+    for group in groups:
+        condition &= group
+    return condition
+
+
 def full_text_match(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
-    """Papers of ``queryset`` whose title or abstract match the words of ``q``: on PostgreSQL
-    through the stored ``search_vector`` and its GIN index (papers migration 0005); a
-    case-insensitive substring of title or abstract elsewhere."""
+    """Papers of ``queryset`` whose title or abstract match ``q`` (websearch syntax: words,
+    ``"phrases"``, ``-word``, ``OR``): on PostgreSQL through the stored ``search_vector`` and
+    its GIN index (papers migration 0005); elsewhere (the embedded SQLite default) every word
+    or phrase as a case-insensitive substring of title or abstract (:func:`_substring_query`)."""
     if connection.vendor != "postgresql":
-        return queryset.filter(Q(title__icontains=q) | Q(abstract__icontains=q))
+        return queryset.filter(_substring_query(q))
     return queryset.filter(search_vector=_search_query(q))
 
 

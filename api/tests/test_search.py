@@ -164,3 +164,33 @@ def test_author_and_affiliation_substrings_can_use_trigram_indexes(world):
     assert "affiliation_name_trgm_idx" in _plan(
         Affiliation.objects.filter(name__icontains="somewhere").order_by()
     )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [
+        ("memory agent", {"mem"}),  # every word, any order
+        ("agent memory", {"mem"}),
+        ('"tool use"', {"tool"}),  # a phrase
+        ('"use tool"', set()),
+        ("memory OR tool", {"mem", "tool"}),
+        ("agent -memory", {"tool"}),
+        ("", {"mem", "tool", "other"}),
+    ],
+)
+def test_the_substring_fallback_reads_websearch_syntax(q, expected):
+    """What search/ and papers/?q= do on the embedded SQLite default, run here on PostgreSQL
+    through the same Q object."""
+    from api.filters import _substring_query
+    from papers.models import Paper
+    from papers.tests.factories import PaperFactory
+
+    papers = {
+        "mem": PaperFactory(title="Memory for LLM agents", abstract="Agents that remember."),
+        "tool": PaperFactory(title="Agents and tool use", abstract="How an agent calls tools."),
+        "other": PaperFactory(title="Diphoton production", abstract="Cross sections."),
+    }
+    found = set(Paper.objects.filter(_substring_query(q)).values_list("pk", flat=True))
+
+    assert found == {papers[name].pk for name in expected}
