@@ -1,5 +1,7 @@
 """Forms of the API tokens page."""
 
+import uuid
+
 from django import forms
 
 from .models import ApiToken
@@ -13,3 +15,7 @@ class TokenCreateForm(forms.Form):
         strip=True,
         help_text="What the token is for, e.g. “dashboard script”.",
     )
+
+    # A fresh id per rendered form: a resubmission (a reload of the page the POST answered)
+    # carries the same one and creates nothing more.
+    once = forms.UUIDField(widget=forms.HiddenInput, initial=uuid.uuid4, required=False)

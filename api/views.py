@@ -75,7 +75,8 @@ MOVED = OpenApiResponse(description="Old slug of a renamed topic: Location has t
 
 
 class ReadView(ConditionalGetMixin, generics.GenericAPIView):
-    """Shared base of the read resources: ETag/Last-Modified and 304s (``api.conditional``)."""
+    # Shared base of the read resources: ETag/Last-Modified and 304s (api.conditional). A
+    # comment, not a docstring: drf-spectacular would publish it as every subclass's text.
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "select_fields": True}
@@ -112,6 +113,10 @@ class PaperListView(PaperListBase):
     responses={200: PaperSerializer},
 )
 class PaperDetailView(ReadView):
+    """One paper by its arXiv identifier (any version: 2401.01234v2 resolves to the paper;
+    old-style ids like hep-th/9901001 too), or ``local:<n>`` for a paper from outside arXiv.
+    Answers 304 to a matching If-None-Match."""
+
     serializer_class = PaperSerializer
 
     def get(self, request, paper_id):
@@ -364,6 +369,8 @@ TopicJsonlExportView = _export_view(
 
 @extend_schema_view(get=extend_schema(summary="List arXiv categories"))
 class CategoryListView(ReadView, generics.ListAPIView):
+    """arXiv's categories (code, name, archive, group), by code."""
+
     serializer_class = CategorySerializer
     pagination_class = CategoryPagination
     filter_backends: list = []
@@ -384,6 +391,8 @@ class CategoryListView(ReadView, generics.ListAPIView):
     )
 )
 class CategoryDetailView(ReadView, generics.RetrieveAPIView):
+    """One arXiv category by its canonical code."""
+
     serializer_class = CategorySerializer
     filter_backends: list = []
     queryset = Category.objects.all()

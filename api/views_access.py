@@ -287,6 +287,10 @@ class AssignmentViewSet(
 # --- the API tokens page (HTML) ----------------------------------------------------------------
 
 
+# The ids of the token forms this session has sent (the last 20), never the keys.
+TOKEN_FORMS_SESSION_KEY = "api-token-forms-sent"
+
+
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
@@ -298,12 +302,26 @@ def token_list(request):
     if request.method == "POST":
         form = TokenCreateForm(request.POST)
         if form.is_valid():
-            try:
-                created = token_create(user=request.user, name=form.cleaned_data["name"])
-            except TokenLimitReached as error:
-                form.add_error(None, str(error))
-            else:
+            once = form.cleaned_data["once"]
+            once = str(once) if once else None
+            submitted = request.session.get(TOKEN_FORMS_SESSION_KEY, [])
+            if once is not None and once in submitted:
+                # The same form again (a reload): its token exists and its key was shown.
+                messages.info(
+                    request,
+                    "That form was already sent: its token was created and its key shown once "
+                    "(reloading cannot show it again). Revoke it below if the key was lost.",
+                )
                 form = TokenCreateForm()
+            else:
+                try:
+                    created = token_create(user=request.user, name=form.cleaned_data["name"])
+                except TokenLimitReached as error:
+                    form.add_error(None, str(error))
+                else:
+                    if once is not None:
+                        request.session[TOKEN_FORMS_SESSION_KEY] = [*submitted, once][-20:]
+                    form = TokenCreateForm()
     else:
         form = TokenCreateForm()
     tokens = ApiToken.objects.filter(user=request.user)

@@ -689,3 +689,23 @@ def test_answers_about_a_user_are_private_to_caches(url):
         part.strip() for part in response["Cache-Control"].split(",")
     }
     assert "Authorization" in response["Vary"]
+
+
+def test_resending_the_token_form_creates_no_second_token(client):
+    """A reload of the page that answered the POST sends the same form id again."""
+    import re
+
+    user = UserFactory()
+    client.force_login(user)
+    page = client.get(TOKENS_PAGE).content.decode()
+    once = re.search(r'name="once" value="([0-9a-f-]+)"', page).group(1)
+
+    first = client.post(TOKENS_PAGE, {"name": "script", "once": once})
+    again = client.post(TOKENS_PAGE, {"name": "script", "once": once})
+
+    assert ApiToken.objects.filter(user=user).count() == 1
+    key = re.search(r'id="token-key"[^>]*value="([^"]+)"', first.content.decode()).group(1)
+    assert "already sent" in again.content.decode() and key not in again.content.decode()
+    # A fresh form (a new id) creates another.
+    client.post(TOKENS_PAGE, {"name": "second", "once": "5f0c7e8a-1111-4b2c-9d3e-000000000001"})
+    assert ApiToken.objects.filter(user=user).count() == 2

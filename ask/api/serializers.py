@@ -6,8 +6,8 @@ from ..forms import question_length_error
 
 
 class AskRequestSerializer(serializers.Serializer):
-    """``{"question": "..."}``: required, not blank, at most ``ASK_MAX_QUESTION_LENGTH``
-    characters after trimming."""
+    """``{"question": "..."}``: required, not blank, at most 500 characters after trimming (the
+    site's ``ASK_MAX_QUESTION_LENGTH`` setting)."""
 
     question = serializers.CharField(trim_whitespace=True, allow_blank=False)
 

@@ -16,11 +16,11 @@ from .serializers import AskAnswerSerializer, AskRequestSerializer
 class TopicAskView(APIView):
     """Answer ``{"question": "..."}`` from the papers of the topic and its descendants.
 
-    200: :class:`AskAnswerSerializer` (URLs absolute). 400: the question is missing, blank or
-    longer than ``ASK_MAX_QUESTION_LENGTH`` (the error names the field). 404: no active topic
-    has the slug (an old slug of a renamed topic asks that topic). 429: over
-    ``ASK_RATE_LIMIT_PER_MINUTE`` questions a minute for this user or address (the page and
-    the API counted together), with ``Retry-After``.
+    200: the answer, its citations in order of relevance and its mode (URLs absolute). 400:
+    the question is missing, blank or longer than 500 characters (the error names the field).
+    404: no active topic has the slug (an old slug of a renamed topic asks that topic). 429:
+    over 10 questions a minute for this user or address (the page and the API counted
+    together; both limits are site settings), with ``Retry-After``.
     """
 
     permission_classes = [AllowAny]
