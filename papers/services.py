@@ -1013,6 +1013,20 @@ class HarvestLocked(Exception):
         super().__init__(f"another {kind} harvest is running ({holder}); not started")
 
 
+class HarvestLockUnavailable(HarvestLocked):
+    """The one-harvest-per-kind lock could not be taken because the cache (Redis) did not
+    answer; nothing was written. Try again once Redis is back."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.holder = ""
+        Exception.__init__(
+            self,
+            f"the {kind} harvest lock could not be taken: the cache (Redis) is not answering; "
+            "not started",
+        )
+
+
 class _Superseded(Exception):
     """A newer execution of the same run took it over; this one must stop writing."""
 
@@ -1046,7 +1060,9 @@ class _SourceLock:
                 return self
             logger.warning("%s harvest refused: %s holds the lock", self.kind, holder)
             raise HarvestLocked(self.kind, holder)
-        raise HarvestLocked(self.kind, "a harvest that keeps taking the lock")
+        # Never stored, never held by anyone: the cache is not answering (it skips errors).
+        logger.error("%s harvest refused: the cache did not store its lock", self.kind)
+        raise HarvestLockUnavailable(self.kind)
 
     def claim(self, run_id: int) -> None:
         """Name the run that now holds the lock."""

@@ -515,6 +515,28 @@ def test_a_second_harvest_of_the_same_kind_is_refused_while_one_runs(server):
     assert HarvestRun.objects.get().status == "succeeded"
 
 
+def test_with_the_cache_not_answering_a_harvest_says_so_and_writes_nothing(server, settings):
+    import socket
+
+    from papers.services import HarvestLockUnavailable
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{port}/0",
+            "OPTIONS": {"IGNORE_EXCEPTIONS": True, "SOCKET_CONNECT_TIMEOUT": 1},
+        }
+    }
+
+    with pytest.raises(HarvestLockUnavailable, match="the cache \\(Redis\\) is not answering"):
+        harvest_run(kind="oai", params=oai_params(server))
+
+    assert HarvestRun.objects.count() == 0 and server.requests == []
+
+
 def test_the_lock_is_released_after_a_failure_too(server):
     server.handler = lambda request: Reply(status=404)
 
