@@ -21,6 +21,8 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 
+from django.conf import settings
+
 from papers.models import Paper
 
 from .selectors import api_paper_id
@@ -69,15 +71,20 @@ def bibtex_escape(text: str) -> str:
 def _bibtex_key(paper: Paper) -> str:
     # Keys may not hold spaces, commas or braces; "/" of old-style ids and ":" are replaced too
     # because some BibTeX tools take them for separators.
-    return "arXiv_" + re.sub(r"[^A-Za-z0-9.-]", "_", api_paper_id(paper))
+    if not paper.arxiv_id:
+        return f"topicsite_local_{paper.pk}"
+    return "arXiv_" + re.sub(r"[^A-Za-z0-9.-]", "_", paper.arxiv_id)
 
 
 def bibtex_entry(paper: Paper) -> str:
     """One ``@misc{…}`` entry for ``paper``, ending with a blank line."""
     fields = [("title", "{" + bibtex_escape(paper.title) + "}")]
-    authors = [a.author.name for a in paper.api_authorships]
+    authors = [bibtex_escape(a.author.name) for a in paper.api_authorships]
+    if authors and paper.author_count > len(authors):
+        # Only the first authors are stored (the source listed the rest as a count).
+        authors.append("others")
     if authors:
-        fields.append(("author", " and ".join(bibtex_escape(name) for name in authors)))
+        fields.append(("author", " and ".join(authors)))
     fields.append(("year", str(paper.submitted.year)))
     fields.append(("month", _MONTHS[paper.submitted.month - 1]))
     if paper.arxiv_id:
@@ -87,6 +94,8 @@ def bibtex_entry(paper: Paper) -> str:
             ("primaryClass", paper.primary_category.code),
             ("url", paper.arxiv_url),
         ]
+    else:
+        fields.append(("url", settings.SITE_URL + paper.get_absolute_url()))
     if paper.doi:
         fields.append(("doi", bibtex_escape(paper.doi)))
     if paper.journal_ref:

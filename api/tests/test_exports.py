@@ -98,3 +98,22 @@ def test_a_bad_export_filter_is_a_json_400_before_streaming(api_client, world):
     assert_error(
         api_client.get("/api/v1/topics/llm/papers.csv?category=nope"), 400, param="category"
     )
+
+
+def test_bibtex_of_a_paper_from_outside_arxiv_has_a_local_key_a_url_and_others(
+    api_client, settings
+):
+    from papers.tests.factories import AuthorshipFactory, PaperFactory
+
+    settings.SITE_URL = "https://topics.example.org"
+    paper = PaperFactory(arxiv_id=None, import_key="reference:abc", author_count=10)
+    for position in range(3):
+        AuthorshipFactory(paper=paper, position=position)
+
+    text = b"".join(
+        api_client.get(f"/api/v1/papers/local:{paper.pk}/bibtex/").streaming_content
+    ).decode()
+
+    assert text.startswith(f"@misc{{topicsite_local_{paper.pk},")
+    assert f"url = {{https://topics.example.org/papers/local/{paper.pk}/}}" in text
+    assert " and others}," in text
