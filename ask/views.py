@@ -5,6 +5,7 @@
 from django.http import Http404, HttpResponsePermanentRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.http import require_safe
 
 from topics.models import Topic, TopicRedirect
 from topics.selectors import topic_ancestors
@@ -31,6 +32,7 @@ def _topic_or_redirect(slug: str, query: str):
     return HttpResponsePermanentRedirect(f"{url}?{query}" if query else url)
 
 
+@require_safe
 def topic_ask(request, slug):
     """The ask box and, for a question ``q``, the answer from the topic's papers with its
     numbered citations (or a note that nothing relevant was found).

@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from .feed_selectors import feed_card_papers, feed_mark
 from .feed_services import feed_visit, private_feed_key_regenerate, private_feed_token
@@ -14,6 +14,7 @@ from .feed_services import feed_visit, private_feed_key_regenerate, private_feed
 PAPERS_PER_PAGE = 30
 
 
+@require_safe
 @login_required
 def feed_index(request):
     """``/feed/``: the papers of everything the user follows (topics and saved searches),

@@ -5,6 +5,7 @@ page shows no topics; its template leaves an empty ``paper_topics`` block for th
 from django.db.models import Prefetch
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_safe
 
 from .identifiers import InvalidArxivId, parse_arxiv_id
 from .models import Authorship, Paper
@@ -25,6 +26,7 @@ def _detail_queryset():
     )
 
 
+@require_safe
 def paper_detail(request, arxiv_id):
     """``/papers/<arxiv_id>/`` for a canonical arXiv identifier (``2409.01234``,
     ``hep-th/9901001``).
@@ -43,6 +45,7 @@ def paper_detail(request, arxiv_id):
     return render(request, "papers/paper_detail.html", {"paper": paper})
 
 
+@require_safe
 def paper_detail_local(request, pk):
     """``/papers/local/<pk>/`` for papers without an arXiv identifier (imported from outside
     arXiv); a paper that has one redirects permanently to its canonical page."""

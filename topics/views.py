@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_safe
 
 from . import selectors
 from .models import Topic, TopicRedirect
@@ -44,6 +45,7 @@ def _active_topic_or_redirect(request, slug: str, view_name: str):
     return HttpResponsePermanentRedirect(f"{url}?{query}" if query else url)
 
 
+@require_safe
 def topic_index(request):
     """``/topics/``: the active topics with each subtree's distinct paper count, momentum
     figure and 12-week sparkline.
@@ -114,6 +116,7 @@ def _topic_cards_html(request, topic: Topic, raw_number, subtree_ids: list[int])
     return html, stats.paper_count
 
 
+@require_safe
 def topic_detail(request, slug):
     """``/topics/<slug>/``: breadcrumb, momentum and chart, then the topic's papers (its
     descendants' included), newest first, ``PAPERS_PER_PAGE`` a page (``?page=N``; past the

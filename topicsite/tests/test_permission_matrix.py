@@ -111,12 +111,12 @@ NOT_CURATED = curators(403)
 ROUTES: dict[str, Route] = {
     # --- reader pages
     "topics:home": page(every(302), post=every(302)),
-    "topics:index": page(READ, post=READ),
-    "topics:detail": page(READ, post=READ, kwargs=lambda w: SLUG),
-    "ask:topic": page(READ, post=READ, kwargs=lambda w: SLUG, query="q=agents"),
-    "topic-feed:atom": page(READ, post=READ, kwargs=lambda w: SLUG),
-    "papers:detail": page(READ, post=READ, kwargs=lambda w: {"arxiv_id": w["paper"].arxiv_id}),
-    "papers:detail-local": page(READ, post=READ, kwargs=lambda w: {"pk": w["local_paper"].pk}),
+    "topics:index": page(READ),
+    "topics:detail": page(READ, kwargs=lambda w: SLUG),
+    "ask:topic": page(READ, kwargs=lambda w: SLUG, query="q=agents"),
+    "topic-feed:atom": page(READ, kwargs=lambda w: SLUG),
+    "papers:detail": page(READ, kwargs=lambda w: {"arxiv_id": w["paper"].arxiv_id}),
+    "papers:detail-local": page(READ, kwargs=lambda w: {"pk": w["local_paper"].pk}),
     # --- follows and the feed: the signed-in user's own; others' objects are 404
     "follows:list": page(signed_in(200), post=every(405)),
     "follows:toggle": page(every(405), post=signed_in(302), kwargs=lambda w: SLUG),
@@ -129,10 +129,10 @@ ROUTES: dict[str, Route] = {
     ),
     "follows:export": page(signed_in(200), post=every(405)),
     "follows:import": page(every(405), post=signed_in(400)),
-    "feed:index": page(signed_in(200), post=signed_in(200)),
+    "feed:index": page(signed_in(200), post=every(405)),
     "feed:regenerate": page(signed_in(405), post=signed_in(302)),
     # The private feed's token is its credential: whoever holds it reads it.
-    "feed:atom": page(READ, post=READ, kwargs=lambda w: {"token": w["owner_feed_token"]}),
+    "feed:atom": page(READ, kwargs=lambda w: {"token": w["owner_feed_token"]}),
     "digests:unsubscribe": page(
         READ, post=READ, kwargs=lambda w: {"token": w["owner_unsubscribe_token"]}
     ),
