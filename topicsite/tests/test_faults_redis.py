@@ -94,9 +94,12 @@ def own_redis(settings, tmp_path):
 def forget_publisher_pools():
     """Celery keeps its connection and producer pools for the broker URL it first used; drop
     them so that publishing follows ``broker_url`` (each test has its own server)."""
-    if app._pool is not None:
-        app._pool.force_close_all()
-        app._pool = None
+    # kombu keeps its pools in a registry keyed by broker URL: closing one there without
+    # clearing the registry would hand the closed pool to every later test on that URL.
+    from kombu import pools
+
+    pools.reset()
+    app._pool = None
     app.amqp._producer_pool = None
 
 
