@@ -35,7 +35,8 @@ from rest_framework.filters import OrderingFilter
 
 from papers.models import Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category
-from topics.models import Assignment, Topic, TopicRedirect
+from topics.models import Assignment
+from topics.selectors import topic_by_slug
 
 __all__ = [
     "ORDERING_FIELDS",
@@ -138,14 +139,7 @@ class TopicSlugField(forms.CharField):
         value = super().clean(value)
         if not value:
             return None
-        topic = Topic.objects.active().filter(slug=value).first()
-        if topic is None:
-            redirect = (
-                TopicRedirect.objects.filter(old_slug=value, topic__active=True)
-                .select_related("topic")
-                .first()
-            )
-            topic = redirect.topic if redirect else None
+        topic = topic_by_slug(value)
         if topic is None:
             # The value goes in params: Django %-formats messages, and a slug may hold "%".
             raise forms.ValidationError(

@@ -9,20 +9,14 @@ from rest_framework.fields import empty
 from follows.models import Follow
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Paper
-from topics.models import Assignment, Topic, TopicRedirect
+from topics.models import Assignment, Topic
+from topics.selectors import topic_by_slug
 
 
 def _active_topic(slug: str) -> Topic:
     """The active topic with ``slug`` (or, after a rename or merge, an old slug of it);
     raises ``ValidationError`` naming the slug."""
-    topic = Topic.objects.active().filter(slug=slug).first()
-    if topic is None:
-        redirect = (
-            TopicRedirect.objects.filter(old_slug=slug, topic__active=True)
-            .select_related("topic")
-            .first()
-        )
-        topic = redirect.topic if redirect is not None else None
+    topic = topic_by_slug(slug)
     if topic is None:
         raise serializers.ValidationError(f"No active topic has the slug {slug!r}.")
     return topic

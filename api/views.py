@@ -26,7 +26,7 @@ from papers.models import Category, Paper
 from topics import selectors as topic_selectors
 from topics.models import Topic
 from topics.momentum import topic_momentum
-from topics.views import _active_topic_or_redirect
+from topics.views import active_topic_or_redirect
 
 from . import exports
 from .conditional import ConditionalGetMixin
@@ -207,7 +207,7 @@ class TopicMixin:
     url_name = ""
 
     def topic_or_redirect(self, request, slug):
-        return _active_topic_or_redirect(request, slug, self.url_name)
+        return active_topic_or_redirect(request, slug, self.url_name)
 
 
 @extend_schema(

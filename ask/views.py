@@ -2,34 +2,16 @@
 ``fragment=1`` it answers only the answer's HTML, which ``static/js/ask.js`` puts in place.
 """
 
-from django.http import Http404, HttpResponsePermanentRedirect
 from django.shortcuts import render
-from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from topics.models import Topic, TopicRedirect
+from topics.models import Topic
 from topics.selectors import topic_ancestors
+from topics.views import active_topic_or_redirect
 
 from .answers import topic_answer
 from .forms import AskForm
 from .ratelimit import AskRateLimited, ask_rate_limit
-
-
-def _topic_or_redirect(slug: str, query: str):
-    """The active topic with ``slug``, or a 301 to the ask page at the topic's slug now for an
-    old slug (``query`` kept). Raises ``Http404`` otherwise."""
-    topic = Topic.objects.active().filter(slug=slug).first()
-    if topic is not None:
-        return topic
-    redirect = (
-        TopicRedirect.objects.filter(old_slug=slug, topic__active=True)
-        .select_related("topic")
-        .first()
-    )
-    if redirect is None:
-        raise Http404("No active topic has this address.")
-    url = reverse("ask:topic", kwargs={"slug": redirect.topic.slug})
-    return HttpResponsePermanentRedirect(f"{url}?{query}" if query else url)
 
 
 @require_safe
@@ -41,7 +23,7 @@ def topic_ask(request, slug):
     Over the rate limit: a message to wait, status 429 with ``Retry-After``. Unknown topic:
     404; an old slug: 301 to the topic's ask page. ``fragment=1``: only the answer part.
     """
-    topic = _topic_or_redirect(slug, request.META.get("QUERY_STRING", ""))
+    topic = active_topic_or_redirect(request, slug, "ask:topic")
     if not isinstance(topic, Topic):
         return topic
     fragment = request.GET.get("fragment") == "1"

@@ -19,7 +19,7 @@ from django.utils.feedgenerator import Atom1Feed
 
 from topics.models import Topic
 from topics.selectors import topic_papers
-from topics.views import _active_topic_or_redirect
+from topics.views import active_topic_or_redirect
 
 from .feed_selectors import ATOM_ENTRIES, atom_papers
 from .feed_services import private_feed_state, private_feed_token
@@ -102,7 +102,7 @@ class TopicAtomFeed(PaperFeed):
     topic; 301 to the new address for an old slug of a renamed or merged-away topic."""
 
     def __call__(self, request, slug):
-        found = _active_topic_or_redirect(request, slug, "topic-feed:atom")
+        found = active_topic_or_redirect(request, slug, "topic-feed:atom")
         if isinstance(found, HttpResponse):
             return found
         return super().__call__(request, slug=slug)

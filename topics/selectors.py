@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from papers.models import Authorship, Paper, PaperAffiliation
 
-from .models import Assignment, Topic, TopicStats
+from .models import Assignment, Topic, TopicRedirect, TopicStats
 from .momentum import CHART_WEEKS, WINDOW_DAYS, Momentum, topics_momentum
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "TopicNode",
     "paper_cards",
     "topic_ancestors",
+    "topic_by_slug",
     "TOPIC_COUNT_LOCK_SECONDS",
     "TopicCardPage",
     "topic_card_page",
@@ -429,6 +430,25 @@ def _with_card_data(papers: QuerySet[Paper]) -> QuerySet[Paper]:
     return papers.for_cards().prefetch_related(
         Prefetch("assignments", queryset=chips, to_attr="topic_assignments")
     )
+
+
+def topic_by_slug(slug: str, *, queryset: QuerySet[Topic] | None = None) -> Topic | None:
+    """The active topic at ``slug``, else the active topic an old ``slug`` of a renamed or
+    merged-away topic redirects to (then ``topic.slug != slug``), else ``None``.
+
+    ``queryset``: where to look for the active topic (e.g. with ``select_related``); one query,
+    two for an old slug.
+    """
+    topic = (queryset if queryset is not None else Topic.objects).active().filter(slug=slug)
+    found = topic.first()
+    if found is not None:
+        return found
+    redirect = (
+        TopicRedirect.objects.filter(old_slug=slug, topic__active=True)
+        .select_related("topic")
+        .first()
+    )
+    return redirect.topic if redirect is not None else None
 
 
 def topic_ancestors(*, topic: Topic) -> list[Topic]:

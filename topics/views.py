@@ -12,7 +12,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
 from . import selectors
-from .models import Topic, TopicRedirect
+from .models import Topic
 from .momentum import momentum_chart, momentum_sentence, topic_momentum_stored
 
 PAPERS_PER_PAGE = 30
@@ -25,22 +25,17 @@ INDEX_QUERY_MAX_LENGTH = 100
 INDEX_SORT_LABELS = (("name", "Name"), ("size", "Size"), ("rising", "Rising"))
 
 
-def _active_topic_or_redirect(request, slug: str, view_name: str):
+def active_topic_or_redirect(request, slug: str, view_name: str):
     """The active topic with ``slug``; for an old slug of a renamed or merged-away topic, a 301
     to ``view_name`` at the topic's slug now (the query string kept). Raises ``Http404`` for
     anything else."""
     # With its stats row: the momentum and paper count read it without a query of their own.
-    topic = Topic.objects.active().select_related("stats").filter(slug=slug).first()
-    if topic is not None:
-        return topic
-    redirect = (
-        TopicRedirect.objects.filter(old_slug=slug, topic__active=True)
-        .select_related("topic")
-        .first()
-    )
-    if redirect is None:
+    topic = selectors.topic_by_slug(slug, queryset=Topic.objects.select_related("stats"))
+    if topic is None:
         raise Http404("No active topic has this address.")
-    url = reverse(view_name, kwargs={"slug": redirect.topic.slug})
+    if topic.slug == slug:
+        return topic
+    url = reverse(view_name, kwargs={"slug": topic.slug})
     query = request.META.get("QUERY_STRING", "")
     return HttpResponsePermanentRedirect(f"{url}?{query}" if query else url)
 
@@ -127,7 +122,7 @@ def topic_detail(request, slug):
     the time on the size of the topic (see ``selectors.topic_card_page``); the rendered cards
     are cached (see :func:`_topic_cards_html`).
     """
-    topic = _active_topic_or_redirect(request, slug, "topics:detail")
+    topic = active_topic_or_redirect(request, slug, "topics:detail")
     if not isinstance(topic, Topic):
         return topic
     momentum = topic_momentum_stored(topic=topic)

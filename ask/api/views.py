@@ -6,7 +6,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from topics.models import Topic, TopicRedirect
+from topics.selectors import topic_by_slug
 
 from ..answers import topic_answer
 from ..ratelimit import AskRateLimited, ask_rate_limit
@@ -44,12 +44,9 @@ class TopicAskView(APIView):
         },
     )
     def post(self, request, slug):
-        topic = Topic.objects.active().filter(slug=slug).first()
-        if topic is None:
-            # An old slug of a renamed or merged topic asks the topic now (a POST cannot be
-            # answered with a 301 as the GET resources are).
-            moved = TopicRedirect.objects.filter(old_slug=slug, topic__active=True)
-            topic = next((r.topic for r in moved.select_related("topic")[:1]), None)
+        # An old slug of a renamed or merged topic asks the topic now (a POST cannot be answered
+        # with a 301 as the GET resources are).
+        topic = topic_by_slug(slug)
         if topic is None:
             raise exceptions.NotFound(f"No active topic has the slug {slug!r}.")
         serializer = AskRequestSerializer(data=request.data)
