@@ -7,6 +7,8 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_safe
 
+from topicsite.pagecache import cache_anonymous_page
+
 from .identifiers import InvalidArxivId, parse_arxiv_id
 from .models import Authorship, Paper
 
@@ -27,6 +29,7 @@ def _detail_queryset():
 
 
 @require_safe
+@cache_anonymous_page()
 def paper_detail(request, arxiv_id):
     """``/papers/<arxiv_id>/`` for a canonical arXiv identifier (``2409.01234``,
     ``hep-th/9901001``).
@@ -46,6 +49,7 @@ def paper_detail(request, arxiv_id):
 
 
 @require_safe
+@cache_anonymous_page()
 def paper_detail_local(request, pk):
     """``/papers/local/<pk>/`` for papers without an arXiv identifier (imported from outside
     arXiv); a paper that has one redirects permanently to its canonical page."""

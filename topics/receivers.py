@@ -1,8 +1,14 @@
 """Reactions to other apps' signals."""
 
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
+from papers.models import Paper
 from papers.signals import papers_stored
+from topicsite.pagecache import page_cache_invalidate
+
+from .models import Topic
 
 
 @receiver(papers_stored, dispatch_uid="topics.tag_stored_papers")
@@ -17,3 +23,14 @@ def tag_stored_papers(sender, paper_ids, **kwargs):
     if paper_ids:
         ids = sorted(paper_ids)
         task_publish(tag_papers, ids, remedy=f"manage.py tag --ids {','.join(map(str, ids))}")
+
+
+@receiver(post_save, sender=Topic, dispatch_uid="topics.pages_after_topic_save")
+@receiver(post_delete, sender=Topic, dispatch_uid="topics.pages_after_topic_delete")
+@receiver(post_save, sender=Paper, dispatch_uid="topics.pages_after_paper_save")
+@receiver(post_delete, sender=Paper, dispatch_uid="topics.pages_after_paper_delete")
+def pages_after_edit(sender, **kwargs):
+    """A topic or paper saved or deleted one by one (the admin, a management command): the
+    pages anonymous readers share show it once the transaction commits. (Ingestion and
+    assignment services, which write in bulk, do the same themselves.)"""
+    transaction.on_commit(page_cache_invalidate)

@@ -44,6 +44,7 @@ from django.utils.text import slugify
 
 from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category, get_category
+from topicsite.pagecache import page_cache_invalidate
 
 from .classifier import (
     SCORE_TOLERANCE,
@@ -209,13 +210,15 @@ def topic_move(*, topic: Topic, parent: Topic | None) -> Topic:
 def _topic_caches_invalidate(topic_ids: Iterable[int]) -> None:
     """Drop what is cached for these topics: the topics index (counts, momentum, sparklines),
     and mark the stored paper counts (``TopicStats``) of these topics and of their ancestors
-    as behind, so the next topic page counts again (two queries on the small topic tables).
+    as behind, so the next topic page counts again (two queries on the small topic tables);
+    and the pages cached for anonymous readers (``topicsite.pagecache``).
 
     The one place every assignment-writing service reaches after its transaction commits.
     """
     from .selectors import topic_index_cache_invalidate
 
     topic_index_cache_invalidate()
+    page_cache_invalidate()
     topic_ids = set(topic_ids)
     paths = Topic.objects.filter(pk__in=topic_ids).values_list("path", flat=True)
     counted = topic_ids | {int(pk) for path in paths for pk in path.split("/") if pk}

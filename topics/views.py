@@ -6,10 +6,12 @@
 from django.core.cache import cache
 from django.http import Http404, HttpResponsePermanentRedirect
 from django.shortcuts import render
-from django.template.loader import render_to_string
+from django.template import engines
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
+
+from topicsite.pagecache import cache_anonymous_page
 
 from . import selectors
 from .models import Topic
@@ -41,6 +43,7 @@ def active_topic_or_redirect(request, slug: str, view_name: str):
 
 
 @require_safe
+@cache_anonymous_page(query_params=("sort",))
 def topic_index(request):
     """``/topics/``: the active topics with each subtree's distinct paper count, momentum
     figure and 12-week sparkline.
@@ -104,14 +107,15 @@ def _topic_cards_html(request, topic: Topic, raw_number, subtree_ids: list[int])
         subtree_ids=subtree_ids,
         paper_count=stats.paper_count,
     )
-    html = render_to_string("topics/_topic_cards.html", {"page": page}, request)
-    cache.set(key, (stats.generation, str(html)), timeout=CARDS_CACHE_SECONDS)
+    html = engines["jinja2"].get_template("topics/_topic_cards.html").render({"page": page})
+    cache.set(key, (stats.generation, html), timeout=CARDS_CACHE_SECONDS)
     if entry is not None:
         cache.delete(f"{key}:lock")
-    return html, stats.paper_count
+    return mark_safe(html), stats.paper_count  # noqa: S308 - an autoescaping template of ours
 
 
 @require_safe
+@cache_anonymous_page(query_params=("page",))
 def topic_detail(request, slug):
     """``/topics/<slug>/``: breadcrumb, momentum and chart, then the topic's papers (its
     descendants' included), newest first, ``PAPERS_PER_PAGE`` a page (``?page=N``; past the
@@ -120,7 +124,8 @@ def topic_detail(request, slug):
     404 for an unknown or inactive topic; 301 to the new address for an old slug of a renamed
     or merged-away topic. The query count does not depend on the number of cards or chips, nor
     the time on the size of the topic (see ``selectors.topic_card_page``); the rendered cards
-    are cached (see :func:`_topic_cards_html`).
+    are cached (see :func:`_topic_cards_html`), and the whole page for anonymous readers
+    (``topicsite.pagecache``).
     """
     topic = active_topic_or_redirect(request, slug, "topics:detail")
     if not isinstance(topic, Topic):

@@ -12,14 +12,19 @@ register = template.Library()
 @register.inclusion_tag("follows/_follow_button.html", takes_context=True)
 def follow_button(context, topic):
     """``{% follow_button topic %}``: the follower count ("12 followers", never who they are)
-    and a POST form whose button reads "Follow this topic", or "Unfollow this topic" when the
-    signed-in user follows it; ``static/js/follow.js`` submits it in place where JavaScript
-    runs. Two queries for a signed-in user, one otherwise.
+    and, for a signed-in user, a POST form whose button reads "Follow this topic", or
+    "Unfollow this topic" when they follow it (``static/js/follow.js`` submits it in place
+    where JavaScript runs); for anyone else a "Follow this topic" link to the log-in page that comes
+    back here (no form, so the page holds no CSRF token and anonymous readers can share one
+    cached copy: ``topicsite.pagecache``). Two queries for a signed-in user, one otherwise.
     """
-    user = context["request"].user
+    request = context["request"]
+    user = request.user
     following = user.is_authenticated and Follow.objects.filter(user=user, topic=topic).exists()
     return {
         "topic": topic,
         "follower_count": follower_count(topic=topic),
         "following": following,
+        "signed_in": user.is_authenticated,
+        "request_path": request.path,
     }

@@ -207,7 +207,21 @@ def test_an_anonymous_json_request_gets_401_with_the_login_url(client):
 def test_the_topic_page_loads_the_script_and_shows_no_follower_names(client):
     topic = TopicFactory()
     follow_create(user=UserFactory(username="secret-follower"), topic=topic)
+    client.force_login(UserFactory())
     page = client.get(topic.get_absolute_url()).content.decode()
     assert '<script src="/static/js/follow.js" defer></script>' in page
     assert "1 follower<" in page
     assert "secret-follower" not in page
+
+
+def test_anonymous_readers_get_a_link_to_log_in_and_come_back_not_a_form(client):
+    topic = TopicFactory(slug="graph-learning")
+    page = client.get(topic.get_absolute_url()).content.decode()
+
+    link = re.search(r'<a class="button-link" href="([^"]+)">Follow this topic', page)
+    assert link.group(1) == "/accounts/login/?next=/topics/graph-learning/"
+    assert "0 followers" in page
+    # No form that posts, so nothing personal: one copy serves every anonymous reader.
+    assert 'method="post"' not in page and "csrfmiddlewaretoken" not in page
+    assert "follow.js" not in page
+    assert client.get(link.group(1)).status_code == 200

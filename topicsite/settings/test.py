@@ -19,3 +19,7 @@ STORAGES = {
 }
 # Tests talk to local servers, not arXiv: no need to wait 3 s between API requests.
 ARXIV_REQUEST_INTERVAL_MS = 5
+# The whole-page cache for anonymous readers is off: a test changes data inside its own
+# transaction, where no on_commit invalidation runs, and then expects the page to show it.
+# topicsite/tests/test_pagecache.py and the browser tests (real commits) turn it on.
+PAGE_CACHE_SECONDS = 0

@@ -1,0 +1,123 @@
+"""Whole-page cache for anonymous readers of the public pages (topic pages, the topics index,
+paper pages).
+
+Most readers are not signed in and see the same page at the same address, so the rendered
+page is kept in the shared cache (Redis) and served from there until the data behind it
+changes: :func:`page_cache_invalidate` moves a site-wide version on, and every service that
+changes what the pages show calls it after its transaction commits (ingestion batches,
+tagging, curator decisions, topic edits); the entry's own lifetime
+(``PAGE_CACHE_SECONDS``) bounds what nothing reports, such as a follower count. After a
+change, one request at a time rebuilds an entry (a ``cache.add`` lock) while the others keep
+getting the previous page: a burst of readers after an ingest does not render it a hundred
+times at once.
+
+Only requests that cannot be personal are served from or written to the cache:
+
+- ``GET`` or ``HEAD`` without a session cookie (a signed-in reader always has one) and
+  without a pending flash message;
+- a query string holding only the parameters the view names (``?page=3``), each once and
+  short; anything else (``?utm_source=...``, a search) renders the page as usual, so a
+  client cannot fill the cache with address variants;
+- a 200 response that sets no cookie and rendered no CSRF token (a page with a form that
+  posts is never shared).
+
+With the cache down (django-redis skips a dead Redis) every request renders the page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from functools import wraps
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpResponse
+from django.utils.cache import patch_vary_headers
+
+_PREFIX = "pagecache:v1"
+_VERSION_KEY = f"{_PREFIX}:version"
+_LOCK_SECONDS = 30
+# A query parameter value longer than this is not a page number or a sort name.
+_MAX_VALUE_LENGTH = 20
+# The header that says whether the page came from the cache (for people and benchmarks).
+CACHE_HEADER = "X-Page-Cache"
+
+
+def page_cache_invalidate() -> None:
+    """Make every cached page out of date (rebuilt on its next request, one at a time).
+    Touches only the cache; callers run it after their transaction commits."""
+    cache.set(_VERSION_KEY, uuid.uuid4().hex, timeout=None)
+
+
+def _cache_key(request, query_params: tuple[str, ...]) -> str | None:
+    """The entry's key for ``request``, or ``None`` when it must not be shared."""
+    if request.method not in ("GET", "HEAD"):
+        return None
+    cookies = request.COOKIES
+    if settings.SESSION_COOKIE_NAME in cookies or "messages" in cookies:
+        return None
+    query = request.GET
+    parts = []
+    for name in sorted(query):
+        values = query.getlist(name)
+        if name not in query_params or len(values) != 1 or len(values[0]) > _MAX_VALUE_LENGTH:
+            return None
+        parts.append(f"{name}={values[0]}")
+    address = f"{request.path}?{'&'.join(parts)}"
+    return f"{_PREFIX}:page:{hashlib.sha256(address.encode()).hexdigest()}"
+
+
+def _shareable(request, response) -> bool:
+    return (
+        response.status_code == 200
+        and not response.streaming
+        and not response.cookies
+        and not request.META.get("CSRF_COOKIE_NEEDS_UPDATE")
+    )
+
+
+def cache_anonymous_page(*, query_params: tuple[str, ...] = ()):
+    """Decorate a read-only view so that anonymous readers get its page from the cache (see the
+    module docstring). ``query_params``: the query parameters that may vary the page (others
+    bypass the cache). Responses gain ``Vary: Cookie`` and ``X-Page-Cache: hit`` or ``miss``
+    (``bypass`` when the request could not be shared)."""
+
+    def decorator(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            key = _cache_key(request, query_params) if settings.PAGE_CACHE_SECONDS else None
+            if key is None:
+                response = view(request, *args, **kwargs)
+                response[CACHE_HEADER] = "bypass"
+                return response
+            found = cache.get_many([_VERSION_KEY, key])
+            version, entry = found.get(_VERSION_KEY), found.get(key)
+            locked = False
+            if entry is not None:
+                entry_version, content_type, content = entry
+                if entry_version == version or not (
+                    locked := cache.add(f"{key}:lock", 1, timeout=_LOCK_SECONDS)
+                ):
+                    response = HttpResponse(content, content_type=content_type)
+                    response[CACHE_HEADER] = "hit"
+                    patch_vary_headers(response, ("Cookie",))
+                    return response
+            try:
+                response = view(request, *args, **kwargs)
+                if _shareable(request, response):
+                    cache.set(
+                        key,
+                        (version, response["Content-Type"], response.content),
+                        timeout=settings.PAGE_CACHE_SECONDS,
+                    )
+            finally:
+                if locked:
+                    cache.delete(f"{key}:lock")
+            response[CACHE_HEADER] = "miss"
+            patch_vary_headers(response, ("Cookie",))
+            return response
+
+        return wrapper
+
+    return decorator
