@@ -27,16 +27,19 @@ ARTIFACTS_DIR = __import__("pathlib").Path(__file__).resolve().parent / "var" / 
 
 
 @pytest.fixture
-def browser(live_server, monkeypatch):
+def browser(live_server, monkeypatch, settings):
     """A headless chromium (Debian's ``/usr/bin/chromium``, never ``playwright install``)
     driven by Playwright's sync API against ``live_server``; yields the Browser.
 
     Playwright's sync API runs an event loop in this thread, so the test's own ORM calls need
-    ``DJANGO_ALLOW_ASYNC_UNSAFE`` (the live server answers in its own threads).
+    ``DJANGO_ALLOW_ASYNC_UNSAFE`` (the live server answers in its own threads). The page cache
+    for anonymous readers is on, as in production.
     """
     from playwright.sync_api import sync_playwright
 
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    # As in production: anonymous readers share cached pages (changes commit for real here).
+    settings.PAGE_CACHE_SECONDS = 60
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=CHROMIUM,

@@ -1,0 +1,238 @@
+"""The whole-page cache for anonymous readers (topicsite/pagecache.py), with the real Redis
+cache: what is shared and with whom, what moves it on (ingestion, tagging, curation, edits),
+the one-rebuild-at-a-time rule, and pages that must never be shared."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import pytest
+from django.core.cache import cache
+from django.http import HttpResponse
+from django.middleware.csrf import get_token
+from django.test import RequestFactory, override_settings
+
+from papers.models import Paper
+from papers.parsers.atom import parse_atom_feed
+from papers.services import papers_upsert
+from papers.tests.conftest import ATOM_DIR
+from topics.curation import topic_rename
+from topics.models import Assignment
+from topics.services import assignment_decide, topic_caches_invalidate_on_commit
+from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
+from topics.tests.test_views_topic import card_paper
+from topicsite import pagecache
+from topicsite.pagecache import CACHE_HEADER, cache_anonymous_page
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("_page_cache_on")]
+
+
+@pytest.fixture
+def _page_cache_on(settings):
+    settings.PAGE_CACHE_SECONDS = 60
+
+
+def get(client, url, **extra):
+    response = client.get(url, **extra)
+    assert response.status_code == 200, (url, response.status_code)
+    return response
+
+
+def test_a_second_anonymous_reader_gets_the_page_from_the_cache_with_no_query(
+    client, django_assert_num_queries
+):
+    topic = TopicFactory(name="Graph learning")
+    card_paper(topics=[topic], title="Message passing at scale")
+
+    first = get(client, topic.get_absolute_url())
+    with django_assert_num_queries(0):
+        second = get(client, topic.get_absolute_url())
+
+    assert first[CACHE_HEADER] == "miss" and second[CACHE_HEADER] == "hit"
+    assert second.content == first.content
+    assert "Message passing at scale" in second.content.decode()
+    # The middleware still runs on a cached page: the same security headers and an ETag.
+    for header in ("Content-Security-Policy", "X-Frame-Options", "ETag"):
+        assert second[header] == first[header]
+    assert "Cookie" in second["Vary"]
+    revalidated = client.get(topic.get_absolute_url(), HTTP_IF_NONE_MATCH=first["ETag"])
+    assert revalidated.status_code == 304
+
+
+def test_signed_in_readers_never_get_or_leave_a_shared_page(client):
+    topic = TopicFactory()
+    user = UserFactory(email="reader@example.org")
+    get(client, topic.get_absolute_url())  # an anonymous copy is cached
+
+    client.force_login(user)
+    mine = get(client, topic.get_absolute_url())
+    assert mine[CACHE_HEADER] == "bypass"
+    page = mine.content.decode()
+    assert "reader@example.org" in page and 'method="post"' in page  # their own follow form
+
+    client.logout()
+    client.cookies.clear()
+    shared = get(client, topic.get_absolute_url())
+    assert shared[CACHE_HEADER] == "hit"
+    assert "reader@example.org" not in shared.content.decode()
+
+
+def test_pages_are_kept_per_page_number_and_odd_query_strings_bypass_the_cache(client):
+    topic = TopicFactory()
+    for day in range(31):
+        card_paper(topics=[topic], submitted=dt.date(2026, 9, 1) + dt.timedelta(days=day))
+    url = topic.get_absolute_url()
+
+    assert get(client, url)[CACHE_HEADER] == "miss"
+    assert get(client, url + "?page=2")[CACHE_HEADER] == "miss"
+    assert get(client, url + "?page=2")[CACHE_HEADER] == "hit"
+    assert "Page 2 of 2" in get(client, url + "?page=2").content.decode()
+    assert "Page 1 of 2" in get(client, url).content.decode()
+    # Anything a client could vary without end renders the page as usual.
+    for query in ("?utm_source=x", "?page=2&page=3", "?page=" + "9" * 40, "?page=2&x=1"):
+        assert get(client, url + query)[CACHE_HEADER] == "bypass", query
+
+
+def test_a_curator_decision_shows_at_once(client, django_capture_on_commit_callbacks):
+    topic = TopicFactory()
+    paper = card_paper(topics=[topic], title="Wrongly tagged paper")
+    url = topic.get_absolute_url()
+    assert "Wrongly tagged paper" in get(client, url).content.decode()
+    assert get(client, url)[CACHE_HEADER] == "hit"
+
+    assignment = Assignment.objects.get(paper=paper, topic=topic)
+    with django_capture_on_commit_callbacks(execute=True):
+        assignment_decide(assignment=assignment, state="rejected", user=UserFactory())
+
+    after = get(client, url)
+    assert after[CACHE_HEADER] == "miss"
+    assert "Wrongly tagged paper" not in after.content.decode()
+
+
+def test_a_topic_rename_shows_at_once(client, django_capture_on_commit_callbacks):
+    topic = TopicFactory(name="Old name", slug="old-name")
+    get(client, topic.get_absolute_url())
+    with django_capture_on_commit_callbacks(execute=True):
+        topic_rename(topic=topic, name="New name", slug="old-name", user=UserFactory())
+    page = get(client, topic.get_absolute_url())
+    assert page[CACHE_HEADER] == "miss" and "New name" in page.content.decode()
+
+
+def test_an_ingested_new_version_shows_at_once_on_the_paper_page(
+    client, django_capture_on_commit_callbacks
+):
+    feed = next(ATOM_DIR.glob("id_1605.08386_*.xml"))  # one recorded paper
+    record = parse_atom_feed(feed.read_bytes(), source="atom").records[0]
+    with django_capture_on_commit_callbacks(execute=True):
+        papers_upsert(records=[record], source="test")
+    paper = Paper.objects.get(arxiv_id=record.arxiv_id)
+    assert get(client, paper.get_absolute_url())[CACHE_HEADER] == "miss"
+    assert get(client, paper.get_absolute_url())[CACHE_HEADER] == "hit"
+
+    retitled = dataclasses.replace(  # a new version with a corrected title
+        record,
+        title="A corrected title for the cache test",
+        latest_version=record.latest_version + 1,
+        updated=record.updated + dt.timedelta(days=1),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        result = papers_upsert(records=[retitled], source="test")
+    assert result.updated == 1
+
+    page = get(client, paper.get_absolute_url())
+    assert page[CACHE_HEADER] == "miss"
+    assert "A corrected title for the cache test" in page.content.decode()
+
+
+def test_after_a_change_one_request_rebuilds_while_the_others_get_the_previous_page(
+    client, django_capture_on_commit_callbacks
+):
+    topic = TopicFactory()
+    url = topic.get_absolute_url()
+    before = get(client, url).content
+    with django_capture_on_commit_callbacks(execute=True):
+        card_paper(topics=[topic], title="Arrived during the burst")
+        topic_caches_invalidate_on_commit([topic.pk])  # as the tagging services do
+
+    # Another request holds the rebuild: this one is served the previous page.
+    key = pagecache._cache_key(RequestFactory().get(url), ("page",))
+    assert cache.add(f"{key}:lock", 1, timeout=30)
+    stale = get(client, url)
+    assert stale[CACHE_HEADER] == "hit" and stale.content == before
+
+    cache.delete(f"{key}:lock")
+    fresh = get(client, url)
+    assert fresh[CACHE_HEADER] == "miss"
+    assert "Arrived during the burst" in fresh.content.decode()
+    assert cache.get(f"{key}:lock") is None  # the rebuilder let go of the lock
+    assert get(client, url)[CACHE_HEADER] == "hit"
+
+
+def test_a_page_that_renders_a_csrf_token_or_sets_a_cookie_is_never_shared():
+    factory = RequestFactory()
+
+    @cache_anonymous_page()
+    def with_form(request):
+        return HttpResponse(f"<form>{get_token(request)}</form>")
+
+    @cache_anonymous_page()
+    def with_cookie(request):
+        response = HttpResponse("hello")
+        response.set_cookie("flavour", "oat")
+        return response
+
+    for view in (with_form, with_cookie):
+        assert view(factory.get("/x/"))[CACHE_HEADER] == "miss"
+        assert view(factory.get("/x/"))[CACHE_HEADER] == "miss"
+
+
+def test_errors_and_redirects_are_not_cached(client):
+    topic = TopicFactory(slug="kept")
+    assert client.get("/topics/no-such-topic/").status_code == 404
+    assert client.get("/topics/no-such-topic/").status_code == 404
+    AssignmentFactory(topic=topic)
+    assert get(client, "/topics/kept/")[CACHE_HEADER] == "miss"
+
+
+def test_a_reader_with_a_flash_message_gets_their_own_page(client):
+    topic = TopicFactory()
+    get(client, topic.get_absolute_url())
+    client.cookies["messages"] = "anything"
+    assert get(client, topic.get_absolute_url())[CACHE_HEADER] == "bypass"
+
+
+def test_turned_off_with_zero_seconds(client, settings):
+    settings.PAGE_CACHE_SECONDS = 0
+    topic = TopicFactory()
+    assert get(client, topic.get_absolute_url())[CACHE_HEADER] == "bypass"
+    assert get(client, topic.get_absolute_url())[CACHE_HEADER] == "bypass"
+
+
+def test_with_redis_down_every_request_renders_the_page(client):
+    topic = TopicFactory()
+    card_paper(topics=[topic], title="Still readable")
+    dead = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens on port 1
+            "OPTIONS": {"IGNORE_EXCEPTIONS": True, "SOCKET_CONNECT_TIMEOUT": 1},
+        }
+    }
+    with override_settings(CACHES=dead):
+        from django.core.cache import caches
+
+        caches["default"].close()
+        for _ in range(2):
+            response = get(client, topic.get_absolute_url())
+            assert response[CACHE_HEADER] == "miss"
+            assert "Still readable" in response.content.decode()
+
+
+def test_the_index_and_paper_pages_are_shared_too(client):
+    topic = TopicFactory()
+    paper = card_paper(topics=[topic])
+    for url in ("/topics/", "/topics/?sort=size", paper.get_absolute_url()):
+        assert get(client, url)[CACHE_HEADER] == "miss", url
+        assert get(client, url)[CACHE_HEADER] == "hit", url
+    assert get(client, "/topics/?q=graph")[CACHE_HEADER] == "bypass"
