@@ -86,6 +86,12 @@ class ChartBar(NamedTuple):
     count: int
     label: str
 
+    @property
+    def week_of(self) -> str:
+        """``week_start`` as ``Sep 28`` (Django's ``date:"M j"`` in English, without its
+        per-call format lookups: the chart names each week twice)."""
+        return f"{self.week_start:%b} {self.week_start.day}"
+
 
 def topic_momentum(*, topic: Topic, as_of: dt.date | None = None) -> Momentum:
     """Compute ``topic``'s momentum (see the module docstring) on ``as_of``.
