@@ -1,14 +1,14 @@
 """Reactions to other apps' signals."""
 
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
 from papers.models import Paper
 from papers.signals import papers_stored
 from topicsite.pagecache import page_cache_invalidate
 
-from .models import Topic
+from .models import Assignment, Topic
 
 
 @receiver(papers_stored, dispatch_uid="topics.tag_stored_papers")
@@ -34,3 +34,14 @@ def pages_after_edit(sender, **kwargs):
     pages anonymous readers share show it once the transaction commits. (Ingestion and
     assignment services, which write in bulk, do the same themselves.)"""
     transaction.on_commit(page_cache_invalidate)
+
+
+@receiver(pre_delete, sender=Paper, dispatch_uid="topics.counts_after_paper_delete")
+def counts_after_paper_delete(sender, instance, **kwargs):
+    """A paper about to be deleted (its assignments go with it): once that commits, the stored
+    counts and momentum of the topics it was in, and of their ancestors, are recounted as
+    after any change of assignments. One query on the paper's assignments."""
+    from .services import topic_caches_invalidate_on_commit
+
+    topic_ids = Assignment.objects.filter(paper=instance).values_list("topic_id", flat=True)
+    topic_caches_invalidate_on_commit(list(topic_ids))

@@ -151,6 +151,21 @@ def test_curator_decision_makes_the_topic_and_its_ancestors_count_again(
     assert selectors.topic_paper_count(topic=parent) == selectors.topic_papers(topic=parent).count()
 
 
+def test_deleting_a_paper_makes_its_topics_and_their_ancestors_count_again(
+    tree, django_capture_on_commit_callbacks
+):
+    parent, children, grandchild = tree
+    before = {t.pk: selectors.topic_paper_count(topic=t) for t in (parent, grandchild)}
+    only_here = Assignment.objects.get(topic=grandchild).paper
+
+    with django_capture_on_commit_callbacks(execute=True):
+        only_here.delete()
+
+    assert not TopicStats.objects.get(topic=parent).is_current
+    assert selectors.topic_paper_count(topic=parent) == before[parent.pk] - 1
+    assert selectors.topic_paper_count(topic=grandchild) == before[grandchild.pk] - 1
+
+
 def test_tagging_makes_the_counts_of_the_topics_it_wrote_count_again(
     django_capture_on_commit_callbacks,
 ):
