@@ -44,6 +44,7 @@ __all__ = [
     "TopicNode",
     "paper_cards",
     "topic_ancestors",
+    "topic_lineage",
     "topic_by_slug",
     "TOPIC_COUNT_LOCK_SECONDS",
     "TopicCardPage",
@@ -91,6 +92,23 @@ def topic_subtree(*, topic: Topic) -> list[Topic]:
         .order_by("name", "pk")
         .only("id", "parent_id", "path", "active", "name", "slug", "short_name")
     )
+
+
+def topic_lineage(*, topic: Topic) -> tuple[list[Topic], list[Topic]]:
+    """``(ancestors, subtree)`` of ``topic`` in one query on the small topic table: its
+    ancestors root first (as :func:`topic_ancestors`) and the topic with all its descendants
+    (as :func:`topic_subtree`), each with the fields :func:`topic_subtree` loads. Raises
+    ``ValueError`` for a topic without a path."""
+    ancestor_ids = [int(pk) for pk in topic.path.split("/") if pk][:-1]
+    rows = list(
+        (Topic.objects.subtree(topic) | Topic.objects.filter(pk__in=ancestor_ids))
+        .order_by("name", "pk")
+        .only("id", "parent_id", "path", "active", "name", "slug", "short_name")
+    )
+    by_id = {row.pk: row for row in rows}
+    ancestors = [by_id[pk] for pk in ancestor_ids if pk in by_id]
+    prefix = topic.path
+    return ancestors, [row for row in rows if row.path.startswith(prefix)]
 
 
 def topic_subtree_ids(*, topic: Topic) -> list[int]:

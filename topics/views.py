@@ -131,13 +131,13 @@ def topic_detail(request, slug):
     if not isinstance(topic, Topic):
         return topic
     momentum = topic_momentum_stored(topic=topic)
-    subtree = selectors.topic_subtree(topic=topic)
+    ancestors, subtree = selectors.topic_lineage(topic=topic)
     cards_html, paper_total = _topic_cards_html(
         request, topic, request.GET.get("page"), [t.pk for t in subtree]
     )
     context = {
         "topic": topic,
-        "ancestors": selectors.topic_ancestors(topic=topic),
+        "ancestors": ancestors,
         "children": [t for t in subtree if t.parent_id == topic.pk and t.active],
         "momentum": momentum,
         "momentum_sentence": momentum_sentence(momentum),

@@ -366,3 +366,15 @@ def test_paper_cards_hold_what_a_card_shows_in_the_order_asked():
         ("A other", other.get_absolute_url()),
         ("B shown", shown.get_absolute_url()),
     ]
+
+
+def test_lineage_is_the_ancestors_and_the_subtree_in_one_query(tree):
+    parent, children, grandchild = tree
+    with CaptureQueriesContext(connection) as captured:
+        ancestors, subtree = selectors.topic_lineage(topic=children[0])
+    assert len(captured) == 1
+    assert ancestors == selectors.topic_ancestors(topic=children[0]) == [parent]
+    assert [t.pk for t in subtree] == [t.pk for t in selectors.topic_subtree(topic=children[0])]
+    assert grandchild.pk in {t.pk for t in subtree}
+    root_ancestors, root_subtree = selectors.topic_lineage(topic=parent)
+    assert root_ancestors == [] and len(root_subtree) == len(selectors.topic_subtree(topic=parent))
