@@ -254,6 +254,16 @@ class PaperFilter(django_filters.FilterSet):
         model = Paper
         fields: list[str] = []
 
+    def get_form_class(self):
+        """The form of the filters, built once per class: its fields depend on the filters
+        only, and building it (labels, field instances) costs more than running the filters.
+        Each form instance still deep-copies the fields it uses."""
+        form_class = type(self).__dict__.get("_form_class")
+        if form_class is None:
+            form_class = super().get_form_class()
+            type(self)._form_class = form_class
+        return form_class
+
     def filter_topic(self, queryset, name, value: str):
         paper_ids = Assignment.objects.accepted().in_subtree(value).order_by().values("paper_id")
         return queryset.filter(id__in=paper_ids)

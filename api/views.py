@@ -35,9 +35,12 @@ from .pagination import CategoryPagination, PageNumberPagination, PaperCursorPag
 from .selectors import (
     PaperNotFound,
     paper_by_api_id,
+    paper_row,
+    paper_rows,
     papers_for_api,
     papers_in_order,
-    papers_last_modified,
+    rows_last_modified,
+    rows_of,
     topic_trend,
 )
 from .serializers import (
@@ -89,8 +92,10 @@ class PaperListBase(ReadView, generics.ListAPIView):
     pagination_class = PaperCursorPagination
 
     def list(self, request, *args, **kwargs):
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        self.last_modified = papers_last_modified(page)
+        # get_queryset gives paper rows (api.selectors.paper_rows): one query for the page on
+        # PostgreSQL.
+        page = rows_of(self.paginate_queryset(self.filter_queryset(self.get_queryset())))
+        self.last_modified = rows_last_modified(page)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
@@ -104,7 +109,7 @@ class PaperListBase(ReadView, generics.ListAPIView):
 )
 class PaperListView(PaperListBase):
     def get_queryset(self):
-        return papers_for_api()
+        return paper_rows()
 
 
 @extend_schema(
@@ -124,8 +129,9 @@ class PaperDetailView(ReadView):
             paper = paper_by_api_id(paper_id)
         except PaperNotFound as error:
             raise NotFound(str(error)) from None
-        self.last_modified = papers_last_modified([paper])
-        return Response(self.get_serializer(paper).data)
+        row = paper_row(paper)
+        self.last_modified = row["last_modified"]
+        return Response(self.get_serializer(row).data)
 
 
 class StreamAnyAccept(BaseContentNegotiation):
@@ -258,7 +264,7 @@ class TopicPapersView(TopicMixin, PaperListBase):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no topic
             return Paper.objects.none()
         paper_ids = topic_selectors.topic_papers(topic=self.topic).order_by().values("id")
-        return papers_for_api().filter(id__in=paper_ids)
+        return paper_rows().filter(id__in=paper_ids)
 
 
 @extend_schema(
@@ -444,5 +450,5 @@ class SearchView(ReadView, generics.ListAPIView):
         matches = self.filter_queryset(self.get_queryset())
         ranked = full_text_ranked(matches, request.query_params["q"].strip())
         page = papers_in_order(self.paginate_queryset(ranked))
-        self.last_modified = papers_last_modified(page)
+        self.last_modified = rows_last_modified(page)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
