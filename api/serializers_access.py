@@ -87,6 +87,16 @@ class FollowSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class FollowUpdateSerializer(serializers.Serializer):
+    """What ``PATCH me/follows/{id}/`` takes: ``{"digest_frequency": "daily"}`` (``daily``,
+    ``weekly`` or ``off``)."""
+
+    digest_frequency = serializers.ChoiceField(
+        choices=Follow.Frequency.choices,
+        help_text="How often the follow goes into your digests.",
+    )
+
+
 class FollowCreateSerializer(serializers.Serializer):
     """What ``POST me/follows/`` takes: ``{"topic": "<slug>"}`` to follow a topic, or
     ``{"query": "...", "topics": [<slug>...], "categories": [<code>...]}`` to save a search;

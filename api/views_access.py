@@ -35,6 +35,7 @@ from .serializers_access import (
     AssignmentSerializer,
     FollowCreateSerializer,
     FollowSerializer,
+    FollowUpdateSerializer,
 )
 from .services import TokenLimitReached, token_create, token_revoke
 
@@ -89,6 +90,15 @@ class PrivateAnswersMixin:
             400: INVALID,
             401: UNAUTHENTICATED,
         },
+    ),
+    partial_update=extend_schema(
+        summary="Change a follow's digest frequency",
+        description=(
+            'Send `{"digest_frequency": "daily"}` (`daily`, `weekly` or `off`). Another '
+            "user's follow is a 404."
+        ),
+        request=FollowUpdateSerializer,
+        responses={200: FollowSerializer, 400: INVALID, 401: UNAUTHENTICATED, 404: NOT_FOUND},
     ),
     destroy=extend_schema(
         summary="Stop following",
@@ -148,6 +158,15 @@ class MyFollowViewSet(
             FollowSerializer(self.get_queryset().get(pk=follow.pk)).data,
             status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED,
         )
+
+    def partial_update(self, request, *args, **kwargs):
+        follow = self.get_object()  # the user's own, else 404
+        serializer = FollowUpdateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        follow_services.follow_update(
+            follow=follow, digest_frequency=serializer.validated_data["digest_frequency"]
+        )
+        return Response(FollowSerializer(self.get_queryset().get(pk=follow.pk)).data)
 
     def perform_destroy(self, instance):
         follow_services.follow_delete(user=self.request.user, follow=instance)

@@ -274,6 +274,39 @@ def test_follow_retrieve_by_role(world, role, status):
 
 
 @pytest.mark.parametrize(
+    ("role", "status"), expect(None, owner=200, other=404, curator=404).items()
+)
+def test_follow_frequency_change_by_role(world, role, status):
+    follow = world["follow"]
+    before = follow.digest_frequency
+    wanted = "daily" if before != "daily" else "off"
+
+    response = api_client(world["keys"][role]).patch(
+        f"{FOLLOWS_URL}{follow.pk}/", {"digest_frequency": wanted}, format="json"
+    )
+
+    assert response.status_code == status, response.content
+    follow.refresh_from_db()
+    assert follow.digest_frequency == (wanted if status == 200 else before)
+    if status == 200:
+        assert response.json()["digest_frequency"] == wanted
+        assert response.json()["id"] == follow.pk
+
+
+def test_a_bad_frequency_is_a_400_naming_it_and_changes_nothing(world):
+    follow = world["follow"]
+    before = follow.digest_frequency
+    client = api_client(world["keys"]["owner"])
+
+    for body in ({"digest_frequency": "hourly"}, {}):
+        response = client.patch(f"{FOLLOWS_URL}{follow.pk}/", body, format="json")
+        assert_error(response, 400, "invalid_request")
+        assert "digest_frequency" in response.json()["error"]["details"]
+    follow.refresh_from_db()
+    assert follow.digest_frequency == before
+
+
+@pytest.mark.parametrize(
     ("role", "status"), expect(None, owner=403, other=403, curator=200).items()
 )
 def test_assignment_list_by_role(world, role, status):

@@ -225,6 +225,7 @@ ROUTES: dict[str, Route] = {
     "api:me-follow-list": api(signed_in(200, anonymous=401), post=signed_in(400, anonymous=401)),
     "api:me-follow-detail": api(
         signed_in(404, anonymous=401),
+        patch=signed_in(404, anonymous=401),
         delete=signed_in(404, anonymous=401),
         kwargs=lambda w: {"pk": w["owner_follow"].pk},
     ),
