@@ -10,7 +10,8 @@ Both answer ``{"next": url|null, "previous": url|null, "results": [...]}``; page
 ``count`` (for ``search/``: the papers in its ranked window, at most
 ``api.filters.SEARCH_WINDOW``, not every match; paper lists have no count, so no ``COUNT``
 runs over a million papers). A ``page_size`` that is not a positive whole number, or above
-the cap, is a 400 naming the parameter (DRF would silently fall back to the default).
+the cap, is a 400 naming the parameter (DRF would silently fall back to the default); so is a
+``cursor`` the API did not hand out (DRF would answer 404).
 """
 
 from django.utils.dateparse import parse_date
@@ -19,6 +20,10 @@ from rest_framework.exceptions import NotFound, ValidationError
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 25
+INVALID_CURSOR = (
+    "Not a cursor this API handed out; use the 'next' and 'previous' links of a response, "
+    "or leave it out for the first page."
+)
 
 
 def _checked_page_size(request, default: int, cap: int) -> int:
@@ -55,12 +60,17 @@ class PaperCursorPagination(pagination.CursorPagination):
 
     def decode_cursor(self, request):
         """DRF's cursor, with its position checked against the ordering field (a date for
-        ``submitted``/``last_updated``, a whole number for ``id``): a forged position is the
-        same 404 as any other invalid cursor, not a 500 when the database is asked."""
-        cursor = super().decode_cursor(request)
+        ``submitted``/``last_updated``, a whole number for ``id``). Raises ``ValidationError``
+        (a 400 naming ``cursor``) for anything that is not a cursor the API handed out, a
+        forged position included (never a 500 when the database is asked); DRF's own answer
+        would be a 404, as if the list itself were missing."""
+        try:
+            cursor = super().decode_cursor(request)
+        except NotFound:
+            raise ValidationError({"cursor": [INVALID_CURSOR]}) from None
         if cursor is not None and cursor.position is not None:
             if not _valid_position(self.ordering[0].lstrip("-"), cursor.position):
-                raise NotFound(self.invalid_cursor_message)
+                raise ValidationError({"cursor": [INVALID_CURSOR]})
         return cursor
 
     def get_schema_operation_parameters(self, view):

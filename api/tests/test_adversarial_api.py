@@ -40,7 +40,7 @@ def test_page_size_in_non_ascii_digits_is_a_400(api_client, world, url, page_siz
         ("id", "99999999999999999999999"),
     ],
 )
-def test_a_cursor_with_a_forged_position_is_a_404_like_any_invalid_cursor(
+def test_a_cursor_with_a_forged_position_is_a_400_like_any_invalid_cursor(
     api_client, world, ordering, position
 ):
     params = {"cursor": _cursor(f"p={position}")}
@@ -49,7 +49,8 @@ def test_a_cursor_with_a_forged_position_is_a_404_like_any_invalid_cursor(
 
     response = api_client.get("/api/v1/papers/", params)
 
-    assert_error(response, 404, code="not_found")
+    assert_error(response, 400, code="invalid_parameter", param="cursor")
+    assert "Not a cursor this API handed out" in response.json()["error"]["details"]["cursor"][0]
 
 
 def test_the_cursors_the_api_hands_out_still_work(api_client, world):

@@ -208,8 +208,10 @@ def test_cursor_pages_cover_every_paper_once_with_ties_on_the_date(api_client, w
     assert seen == ids(api_client.get("/api/v1/papers/?page_size=100"))
 
 
-def test_a_forged_cursor_is_a_json_404(api_client, world):
-    assert_error(api_client.get("/api/v1/papers/?cursor=forged"), 404, code="not_found")
+def test_a_forged_cursor_is_a_json_400_naming_the_cursor(api_client, world):
+    response = api_client.get("/api/v1/papers/?cursor=forged")
+    assert_error(response, 400, code="invalid_parameter")
+    assert list(response.json()["error"]["details"]) == ["cursor"]
 
 
 def test_fields_keeps_only_the_fields_asked_for(api_client, world):
