@@ -64,7 +64,9 @@ def _cache_key(request, query_params: tuple[str, ...]) -> str | None:
         if name not in query_params or len(values) != 1 or len(values[0]) > _MAX_VALUE_LENGTH:
             return None
         parts.append(f"{name}={values[0]}")
-    address = f"{request.path}?{'&'.join(parts)}"
+    # The host and scheme too: a site answering at two addresses never serves one's page
+    # (its links, its "next" parameters) at the other.
+    address = f"{request.scheme}://{request.get_host()}{request.path}?{'&'.join(parts)}"
     return f"{_PREFIX}:page:{hashlib.sha256(address.encode()).hexdigest()}"
 
 

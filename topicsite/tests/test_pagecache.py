@@ -236,3 +236,13 @@ def test_the_index_and_paper_pages_are_shared_too(client):
         assert get(client, url)[CACHE_HEADER] == "miss", url
         assert get(client, url)[CACHE_HEADER] == "hit", url
     assert get(client, "/topics/?q=graph")[CACHE_HEADER] == "bypass"
+
+
+def test_each_host_and_scheme_has_its_own_copy(client, settings):
+    settings.ALLOWED_HOSTS = ["testserver", "mirror.example.org"]
+    topic = TopicFactory()
+    url = topic.get_absolute_url()
+    assert get(client, url)[CACHE_HEADER] == "miss"
+    assert get(client, url, HTTP_HOST="mirror.example.org")[CACHE_HEADER] == "miss"
+    assert get(client, url, secure=True)[CACHE_HEADER] == "miss"
+    assert get(client, url, HTTP_HOST="mirror.example.org")[CACHE_HEADER] == "hit"
