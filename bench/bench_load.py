@@ -1,29 +1,58 @@
-"""Topic pages per second from gunicorn on loopback, under a load generator, with and without
-the Redis cache.
+"""Topic pages per second from gunicorn on loopback, under a load generator (``wrk``), with no
+cache, with the fragment caches only, and with the whole-page cache.
 
-    .venv/bin/python bench/bench_load.py [--seconds 20] [--clients 8] [--workers 3]
+    .venv/bin/python bench/bench_load.py [--seconds 15] [--connections 8] [--workers 2]
+        [--worker-class gthread|sync] [--threads 2] [--generator wrk|python]
+        [--modes uncached,fragments,cached] [--topics 40]
         [--database-url postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus]
-        [--redis-url redis://127.0.0.1:6379/3] [--modes uncached,cached] [--topics 40]
+        [--redis-url redis://127.0.0.1:6379/3]
 
-For each mode the script starts gunicorn (``--workers`` sync workers, ``topicsite.wsgi``) on a
-free loopback port against the corpus database, with settings written to a temporary module:
-``topicsite.settings.local`` with DEBUG off and the cache either Django's DummyCache
-(``uncached``: every request computes everything) or Redis (``cached``: ``--redis-url``,
-flushed before the run). It waits until the server answers, warms every URL once, then
-``--clients`` processes each keep one HTTP/1.1 keep-alive connection (``http.client``) and
-request topic pages round robin, from a list of ``--topics`` active topics (leaves and parents
-alike, the largest first), for ``--seconds``. Printed per mode: requests, requests per second,
-median and p95 latency in ms, and errors (any status but 200, or a broken connection).
+The load generator is ``wrk`` (``apt-get install wrk``; ``/usr/bin/wrk``, or ``--wrk PATH``):
+one thread (``-t1``), ``--connections`` keep-alive connections, ``--seconds`` long, and a Lua
+script (written to a temporary file) that requests the topic URLs round robin, counts every
+response whose status is not 200 as an error, tallies the ``X-Page-Cache`` header
+(``hit``/``miss``/``bypass``) and prints the counts and latency percentiles as one line of
+JSON from its ``done`` callback. wrk is written in C: about 0.07 ms of CPU per 68 KB topic
+page, against about 0.2 ms for ``--generator python``, the older generator kept as a fallback
+(``--connections`` processes, each one ``http.client`` keep-alive connection), which takes
+that CPU from the server it measures.
 
-Not part of the tests or CI. Needs the corpus database (and Redis for ``cached``).
+The defaults (2 ``gthread`` workers x 2 threads, 8 connections) did as well as any other
+setting tried on the 2-core machine (3 sync workers; 3 x 2 threads with 12 connections): a
+cached page costs gunicorn about 1 ms of CPU whatever the worker class, so the figure is
+what the server is left of the 2 cores; gthread also keeps connections alive.
+
+For each mode the script starts gunicorn (``topicsite.wsgi``; ``--workers`` workers of
+``--worker-class``, ``--threads`` threads each for ``gthread``; no access log, log level
+warning) on a free loopback port against the corpus database, with settings written to a
+temporary module: ``topicsite.settings.local`` with DEBUG off, and
+
+- ``uncached``: Django's DummyCache, every request computes everything;
+- ``fragments``: Redis (``--redis-url``, that db flushed first) with ``PAGE_CACHE_SECONDS = 0``:
+  the topic card and index caches only, every page rendered;
+- ``cached``: Redis with the site's whole-page cache (``PAGE_CACHE_SECONDS`` as configured,
+  60 s by default): what anonymous readers get.
+
+It waits until the server answers, requests every URL once (warming connections, templates
+and the caches), then runs the load. Printed per mode: requests answered 200, those per
+second, median and p95 latency in ms, errors (a status other than 200, or a connect, read,
+write or timeout error), the share of ``X-Page-Cache: hit`` among the responses, and the CPU
+seconds per second (100% = one core) used by gunicorn (master and workers) and by the load
+generator over the run.
+
+Not part of the tests or CI. Needs the corpus database (and Redis for ``fragments`` and
+``cached``). Exits with a message if wrk is missing or gunicorn does not answer within 60 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import multiprocessing
 import os
+import resource
+import shutil
 import socket
 import statistics
 import subprocess
@@ -35,6 +64,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/3"
+MODES = ("uncached", "fragments", "cached")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 SETTINGS = """\
 from topicsite.settings.local import *  # noqa: F401,F403
@@ -42,8 +73,64 @@ from topicsite.settings.local import *  # noqa: F401,F403
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 {caches}
+{page_cache}
 """
 DUMMY_CACHE = 'CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}'
+
+# The wrk script. URLS is filled in; one wrk thread, so the counters are that thread's globals,
+# read by done() (which runs in its own Lua state) through the thread object.
+WRK_SCRIPT = """\
+local urls = {urls}
+local threads = {{}}
+
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  next_url = 0
+  non200 = 0
+  hit = 0
+  miss = 0
+  bypass = 0
+end
+
+function request()
+  next_url = next_url % #urls + 1
+  return wrk.format("GET", urls[next_url])
+end
+
+function response(status, headers, body)
+  if status ~= 200 then
+    non200 = non200 + 1
+  end
+  local cache = headers["X-Page-Cache"] or headers["x-page-cache"]
+  if cache == "hit" then
+    hit = hit + 1
+  elseif cache == "miss" then
+    miss = miss + 1
+  elseif cache == "bypass" then
+    bypass = bypass + 1
+  end
+end
+
+function done(summary, latency, requests)
+  local totals = {{non200 = 0, hit = 0, miss = 0, bypass = 0}}
+  for _, thread in ipairs(threads) do
+    for name, _ in pairs(totals) do
+      totals[name] = totals[name] + thread:get(name)
+    end
+  end
+  local e = summary.errors
+  io.write(string.format(
+    'WRK_RESULT {{"duration_us": %d, "requests": %d, "non200": %d, "connect": %d, "read": %d,'
+    .. ' "write": %d, "timeout": %d, "hit": %d, "miss": %d, "bypass": %d,'
+    .. ' "p50_us": %d, "p95_us": %d, "p99_us": %d, "max_us": %d}}\\n',
+    summary.duration, summary.requests, totals.non200, e.connect, e.read, e.write, e.timeout,
+    totals.hit, totals.miss, totals.bypass,
+    latency:percentile(50), latency:percentile(95), latency:percentile(99), latency.max))
+end
+"""
 
 
 def free_port() -> int:
@@ -65,10 +152,29 @@ def topic_urls(database_url: str, count: int) -> list[str]:
     return [f"/topics/{slug}/" for (slug,) in rows]
 
 
-def client(port: int, urls: list[str], offset: int, deadline: float, queue) -> None:
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and its live children, from /proc;
+    0.0 for a process that is gone."""
+    total = 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except (OSError, IndexError, ValueError):
+        return total
+    return total + sum(process_tree_cpu(int(child)) for child in children)
+
+
+def children_cpu() -> float:
+    """CPU seconds used by this process's waited-for children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def python_client(port: int, urls: list[str], offset: int, deadline: float, queue) -> None:
     """One keep-alive connection requesting ``urls`` round robin until ``deadline``; puts
-    ``(latencies in ms, errors)`` on ``queue``."""
-    latencies, errors = [], 0
+    ``(latencies in ms, errors, {cache header value: count})`` on ``queue``."""
+    latencies, errors, cache_states = [], 0, {}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     i = offset
     while time.time() < deadline:
@@ -79,6 +185,8 @@ def client(port: int, urls: list[str], offset: int, deadline: float, queue) -> N
             conn.request("GET", url)
             response = conn.getresponse()
             response.read()
+            state = response.getheader("X-Page-Cache", "")
+            cache_states[state] = cache_states.get(state, 0) + 1
             if response.status != 200:
                 errors += 1
                 continue
@@ -89,7 +197,71 @@ def client(port: int, urls: list[str], offset: int, deadline: float, queue) -> N
             continue
         latencies.append((time.perf_counter() - started) * 1000)
     conn.close()
-    queue.put((latencies, errors))
+    queue.put((latencies, errors, cache_states))
+
+
+def run_python(port: int, urls: list[str], options) -> dict:
+    """The load from ``--connections`` Python processes; the result row's numbers."""
+    queue = multiprocessing.Queue()
+    deadline = time.time() + options.seconds
+    started = time.time()
+    procs = [
+        multiprocessing.Process(target=python_client, args=(port, urls, n * 7, deadline, queue))
+        for n in range(options.connections)
+    ]
+    for proc in procs:
+        proc.start()
+    results = [queue.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    elapsed = time.time() - started
+    latencies = sorted(ms for result in results for ms in result[0])
+    states: dict[str, int] = {}
+    for result in results:
+        for state, n in result[2].items():
+            states[state] = states.get(state, 0) + n
+    p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))] if latencies else 0
+    return {
+        "requests": len(latencies),
+        "rps": len(latencies) / elapsed,
+        "median": statistics.median(latencies) if latencies else 0.0,
+        "p95": p95,
+        "errors": sum(result[1] for result in results),
+        "hit": states.get("hit", 0),
+        "responses": sum(states.values()),
+    }
+
+
+def run_wrk(port: int, urls: list[str], options, tmp: str) -> dict:
+    """The load from one wrk thread; the result row's numbers. Exits if wrk fails."""
+    script = Path(tmp, "bench_load.lua")
+    script.write_text(WRK_SCRIPT.format(urls="{" + ", ".join(json.dumps(u) for u in urls) + "}"))
+    command = [
+        options.wrk,
+        "-t1",
+        f"-c{options.connections}",
+        f"-d{options.seconds:g}s",
+        "--timeout",
+        "30s",
+        "-s",
+        str(script),
+        f"http://127.0.0.1:{port}",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("WRK_RESULT ")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    r = json.loads(lines[-1].removeprefix("WRK_RESULT "))
+    ok = r["requests"] - r["non200"]
+    return {
+        "requests": ok,
+        "rps": ok / (r["duration_us"] / 1e6),
+        "median": r["p50_us"] / 1000,
+        "p95": r["p95_us"] / 1000,
+        "errors": r["non200"] + r["connect"] + r["read"] + r["write"] + r["timeout"],
+        "hit": r["hit"],
+        "responses": r["requests"],
+    }
 
 
 def wait_until_up(port: int, url: str, seconds: float = 60) -> None:
@@ -106,12 +278,13 @@ def wait_until_up(port: int, url: str, seconds: float = 60) -> None:
 
 
 def run_mode(mode: str, options, urls: list[str]) -> dict:
+    """Start gunicorn for ``mode``, warm it, load it; the result row (see the module doc)."""
     with tempfile.TemporaryDirectory() as tmp:
-        if mode == "cached":
-            caches = ""  # the REDIS_URL given below: django-redis, as in production
-        else:
-            caches = DUMMY_CACHE
-        Path(tmp, "bench_load_settings.py").write_text(SETTINGS.format(caches=caches))
+        caches = "" if mode != "uncached" else DUMMY_CACHE  # "": django-redis from REDIS_URL
+        page_cache = "" if mode == "cached" else "PAGE_CACHE_SECONDS = 0"
+        Path(tmp, "bench_load_settings.py").write_text(
+            SETTINGS.format(caches=caches, page_cache=page_cache)
+        )
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([tmp, str(ROOT)]),
@@ -120,93 +293,103 @@ def run_mode(mode: str, options, urls: list[str]) -> dict:
             "DJANGO_CONN_MAX_AGE": "600",
         }
         env.pop("REDIS_URL", None)
-        if mode == "cached":
+        if mode != "uncached":
             env["REDIS_URL"] = options.redis_url
             import redis
 
             redis.Redis.from_url(options.redis_url).flushdb()
         port = free_port()
-        server = subprocess.Popen(
-            [
-                str(ROOT / ".venv/bin/gunicorn"),
-                "topicsite.wsgi",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                str(options.workers),
-                "--keep-alive",
-                "30",
-                "--log-level",
-                "warning",
-            ],
-            cwd=ROOT,
-            env=env,
-        )
+        gunicorn = [
+            str(ROOT / ".venv/bin/gunicorn"),
+            "topicsite.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(options.workers),
+            "--worker-class",
+            options.worker_class,
+            "--threads",
+            str(options.threads),
+            "--keep-alive",
+            "30",
+            "--backlog",
+            "2048",
+            "--log-level",
+            "warning",
+        ]
+        log = Path(tmp, "gunicorn.log")
+        with log.open("w") as log_file:
+            server = subprocess.Popen(
+                gunicorn, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
+            )
         try:
-            wait_until_up(port, urls[0])
-            for url in urls:  # warm-up: connections, templates and, when cached, the cache
+            for url in urls:  # up, then warm: connections, templates and the caches
                 wait_until_up(port, url)
-            queue = multiprocessing.Queue()
-            deadline = time.time() + options.seconds
+            server_cpu, generator_cpu = process_tree_cpu(server.pid), children_cpu()
             started = time.time()
-            procs = [
-                multiprocessing.Process(target=client, args=(port, urls, n * 7, deadline, queue))
-                for n in range(options.clients)
-            ]
-            for proc in procs:
-                proc.start()
-            results = [queue.get() for _ in procs]
-            for proc in procs:
-                proc.join()
+            if options.generator == "wrk":
+                row = run_wrk(port, urls, options, tmp)
+            else:
+                row = run_python(port, urls, options)
             elapsed = time.time() - started
+            row["server_cpu"] = (process_tree_cpu(server.pid) - server_cpu) / elapsed
+            row["generator_cpu"] = (children_cpu() - generator_cpu) / elapsed
         finally:
             server.terminate()
             server.wait(timeout=30)
-    latencies = sorted(ms for result in results for ms in result[0])
-    errors = sum(result[1] for result in results)
-    p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))] if latencies else 0
-    return {
-        "mode": mode,
-        "requests": len(latencies),
-        "rps": len(latencies) / elapsed,
-        "median": statistics.median(latencies) if latencies else 0.0,
-        "p95": p95,
-        "errors": errors,
-    }
+        log_lines = [line for line in log.read_text().splitlines() if line.strip()]
+    if log_lines:
+        print(f"  gunicorn ({mode}) logged {len(log_lines)} lines, the last: {log_lines[-1]}")
+    return {"mode": mode, **row}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
     parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
-    parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument(
+        "--connections", "--clients", type=int, default=8, help="open connections (wrk -c)"
+    )
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--worker-class", default="gthread", choices=("gthread", "sync"))
+    parser.add_argument("--threads", type=int, default=2, help="threads per gthread worker")
+    parser.add_argument("--generator", default="wrk", choices=("wrk", "python"))
+    parser.add_argument("--wrk", default=shutil.which("wrk") or "/usr/bin/wrk")
     parser.add_argument("--topics", type=int, default=40)
-    parser.add_argument("--modes", default="uncached,cached")
+    parser.add_argument("--modes", default=",".join(MODES))
     options = parser.parse_args()
+    modes = options.modes.split(",")
+    for mode in modes:
+        if mode not in MODES:
+            raise SystemExit(f"unknown mode {mode!r}; use {', '.join(MODES)}")
+    if options.generator == "wrk" and not Path(options.wrk).is_file():
+        raise SystemExit(f"no wrk at {options.wrk}: apt-get install wrk, or --generator python")
     urls = topic_urls(options.database_url, options.topics)
     if not urls:
         raise SystemExit("no active topics with papers in the database")
+    threads = f" x {options.threads} threads" if options.worker_class == "gthread" else ""
     print(
-        f"{len(urls)} topic pages; gunicorn {options.workers} sync workers; "
-        f"{options.clients} keep-alive clients; {options.seconds:g} s per mode; "
-        f"load average {os.getloadavg()[0]:.1f}\n"
+        f"{len(urls)} topic pages; gunicorn {options.workers} {options.worker_class} "
+        f"workers{threads}; {options.generator} with {options.connections} connections; "
+        f"{options.seconds:g} s per mode; load average {os.getloadavg()[0]:.1f}\n"
     )
     header = (
-        f"{'mode':<10} {'requests':>9} {'req/s':>8} {'median ms':>10} {'p95 ms':>8} {'errors':>7}"
+        f"{'mode':<10} {'requests':>9} {'req/s':>8} {'median ms':>10} {'p95 ms':>8} "
+        f"{'errors':>7} {'hits':>6} {'server CPU':>11} {'load gen CPU':>13}"
     )
     print(header)
     print("-" * len(header))
-    for mode in options.modes.split(","):
-        if mode not in ("uncached", "cached"):
-            raise SystemExit(f"unknown mode {mode!r}; use uncached and/or cached")
+    for mode in modes:
         r = run_mode(mode, options, urls)
+        hits = f"{100 * r['hit'] / r['responses']:.0f}%" if r["responses"] else "-"
         print(
             f"{r['mode']:<10} {r['requests']:>9} {r['rps']:>8.0f} {r['median']:>10.1f} "
-            f"{r['p95']:>8.1f} {r['errors']:>7}"
+            f"{r['p95']:>8.1f} {r['errors']:>7} {hits:>6} {100 * r['server_cpu']:>10.0f}% "
+            f"{100 * r['generator_cpu']:>12.0f}%"
         )
         sys.stdout.flush()
+    print(f"\nload average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
