@@ -161,7 +161,7 @@ def test_card_shows_date_category_abstract_authors_affiliations_and_chips(client
         affiliation_count=12,
     )
     AssignmentFactory(paper=paper, topic=rejected, state=Assignment.State.REJECTED)
-    long_abstract = " ".join(f"word{i}" for i in range(80))
+    long_abstract = " ".join(f"word{i}" for i in range(80)) + "\n\nA second paragraph."
     type(paper).objects.filter(pk=paper.pk).update(abstract=long_abstract)
 
     page = get(client, topic.get_absolute_url())
@@ -174,6 +174,9 @@ def test_card_shows_date_category_abstract_authors_affiliations_and_chips(client
     details = re.search(r"(?s)<details.*?<summary>(.*?)</summary>(.*?)</details>", card)
     assert "word0" in details.group(1) and "word79" not in details.group(1)
     assert "word79" in details.group(2)
+    # The full abstract as paragraphs, escaped once (not "&lt;p&gt;" shown as text).
+    assert "<p>A second paragraph.</p>" in details.group(2)
+    assert details.group(2).strip().startswith("<p>word0 ") and "&lt;p&gt;" not in card
     names = [a.author.name for a in paper.authorships.order_by("position")]
     assert ", ".join(names) + " +13" in card_text
     affiliations = [a.affiliation.name for a in paper.paper_affiliations.order_by("position")]
@@ -297,6 +300,7 @@ def test_paper_text_is_escaped(client):
     # The cards are a Jinja2 template: markupsafe writes ' as &#39; where Django writes &#x27;.
     assert "&lt;script&gt;alert(&#39;title&#39;)&lt;/script&gt;" in page
     assert "<img src=x" not in page
+    assert "<p>&lt;img src=x onerror=alert(1)&gt;</p>" in page  # escaped once, in a paragraph
     assert "<b>bold</b>" not in page
 
 
