@@ -4,7 +4,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from papers.models import Paper
+from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperAffiliation
 from papers.signals import papers_stored
 from topicsite.pagecache import page_cache_invalidate
 
@@ -25,15 +25,32 @@ def tag_stored_papers(sender, paper_ids, **kwargs):
         task_publish(tag_papers, ids, remedy=f"manage.py tag --ids {','.join(map(str, ids))}")
 
 
-@receiver(post_save, sender=Topic, dispatch_uid="topics.pages_after_topic_save")
-@receiver(post_delete, sender=Topic, dispatch_uid="topics.pages_after_topic_delete")
-@receiver(post_save, sender=Paper, dispatch_uid="topics.pages_after_paper_save")
-@receiver(post_delete, sender=Paper, dispatch_uid="topics.pages_after_paper_delete")
+# What the shared pages and cached cards show of these models. Saves one by one (the admin, a
+# management command) are caught here; ingestion and the assignment services write in bulk
+# and move the version on themselves. Deletes are caught only for the models the admin
+# deletes one by one: a receiver would cost Authorship and PaperAffiliation their fast bulk
+# delete when ingestion rewrites a paper's authors.
+_SHOWN_SAVED = (Topic, Paper, Author, Affiliation, Category, Authorship, PaperAffiliation)
+_SHOWN_DELETED = (Topic, Paper, Author, Affiliation, Category)
+
+
 def pages_after_edit(sender, **kwargs):
-    """A topic or paper saved or deleted one by one (the admin, a management command): the
-    pages anonymous readers share show it once the transaction commits. (Ingestion and
-    assignment services, which write in bulk, do the same themselves.)"""
+    """A row that pages show, saved or deleted one by one: the pages anonymous readers share
+    and the cached topic cards show the change once the transaction commits
+    (``topicsite.pagecache.page_cache_invalidate``)."""
     transaction.on_commit(page_cache_invalidate)
+
+
+for _model in _SHOWN_SAVED:
+    post_save.connect(
+        pages_after_edit, sender=_model, dispatch_uid=f"topics.pages_after_save.{_model.__name__}"
+    )
+for _model in _SHOWN_DELETED:
+    post_delete.connect(
+        pages_after_edit,
+        sender=_model,
+        dispatch_uid=f"topics.pages_after_delete.{_model.__name__}",
+    )
 
 
 @receiver(pre_delete, sender=Paper, dispatch_uid="topics.counts_after_paper_delete")

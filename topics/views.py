@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
+from topicsite import pagecache
 from topicsite.pagecache import cache_anonymous_page
 
 from . import selectors
@@ -54,9 +55,8 @@ def topic_index(request):
     ``INDEX_QUERY_MAX_LENGTH`` characters are used), ranked by ``sort``. A fixed number of
     queries whatever the number of topics.
     """
-    sort = request.GET.get("sort", "")
-    if sort not in selectors.INDEX_SORTS:
-        sort = "name"
+    raw_sort = request.GET.get("sort")
+    sort = raw_sort if raw_sort in selectors.INDEX_SORTS else "name"
     raw_query = request.GET.get("q", "").strip()
     query = raw_query[:INDEX_QUERY_MAX_LENGTH].strip()
     index = selectors.topic_index()
@@ -77,29 +77,37 @@ def topic_index(request):
         "rising_min_papers": selectors.RISING_MIN_PAPERS,
         "fragment_seconds": selectors.INDEX_CACHE_SECONDS,
     }
-    return render(request, "topics/topic_index.html", context)
+    response = render(request, "topics/topic_index.html", context)
+    if raw_sort is not None and raw_sort != sort:  # an unknown sort shows the tree, unstored
+        pagecache.page_cache_skip(response)
+    return response
 
 
-def _topic_cards_html(request, topic: Topic, raw_number, subtree_ids: list[int]) -> tuple[str, int]:
-    """``(the rendered cards and pager of page ?page=raw_number, the topic's paper count)``.
+def _topic_cards_html(
+    request, topic: Topic, raw_number, subtree_ids: list[int]
+) -> tuple[str, int, int]:
+    """``(the rendered cards and pager of page ?page=raw_number, the topic's paper count, the
+    page number shown)``.
 
     The rendered cards are cached per topic and page number with the topic's stats
-    ``generation``; an entry of an older generation is rebuilt by one request at a time (a
-    ``cache.add`` lock) while the others serve it as it is. Without a cache every request
-    builds the page (a fixed number of queries, see ``selectors.topic_card_page``).
+    ``generation`` and the site-wide version of ``topicsite.pagecache`` (moved on by edits
+    to papers, authors and topics that no count sees); an entry of an older generation or
+    version is rebuilt by one request at a time (a ``cache.add`` lock) while the others serve
+    it as it is. Without a cache every request builds the page (a fixed number of queries,
+    see ``selectors.topic_card_page``).
     """
     stats = selectors.topic_stats(topic=topic, subtree_ids=subtree_ids)
     number = selectors.topic_page_number(
         raw_number, paper_count=stats.paper_count, per_page=PAPERS_PER_PAGE
     )
     key = f"{_CARDS_CACHE_PREFIX}:{topic.pk}:{number}"
-    entry = cache.get(key)  # (generation, html)
+    found = cache.get_many([key, pagecache.VERSION_KEY])
+    entry, version = found.get(key), found.get(pagecache.VERSION_KEY)
+    current = (stats.generation, version)
     if entry is not None:
-        generation, html = entry
-        if generation == stats.generation or not cache.add(
-            f"{key}:lock", 1, timeout=CARDS_LOCK_SECONDS
-        ):
-            return mark_safe(html), stats.paper_count  # noqa: S308 - our own rendered template
+        stamp, html = entry
+        if stamp == current or not cache.add(f"{key}:lock", 1, timeout=CARDS_LOCK_SECONDS):
+            return mark_safe(html), stats.paper_count, number  # noqa: S308 - our own template
     page = selectors.topic_card_page(
         topic=topic,
         number=number,
@@ -108,10 +116,10 @@ def _topic_cards_html(request, topic: Topic, raw_number, subtree_ids: list[int])
         paper_count=stats.paper_count,
     )
     html = engines["jinja2"].get_template("topics/_topic_cards.html").render({"page": page})
-    cache.set(key, (stats.generation, html), timeout=CARDS_CACHE_SECONDS)
+    cache.set(key, (current, html), timeout=CARDS_CACHE_SECONDS)
     if entry is not None:
         cache.delete(f"{key}:lock")
-    return mark_safe(html), stats.paper_count  # noqa: S308 - an autoescaping template of ours
+    return mark_safe(html), stats.paper_count, number  # noqa: S308 - an autoescaping template
 
 
 @require_safe
@@ -132,8 +140,9 @@ def topic_detail(request, slug):
         return topic
     momentum = topic_momentum_stored(topic=topic)
     ancestors, subtree = selectors.topic_lineage(topic=topic)
-    cards_html, paper_total = _topic_cards_html(
-        request, topic, request.GET.get("page"), [t.pk for t in subtree]
+    raw_number = request.GET.get("page")
+    cards_html, paper_total, number = _topic_cards_html(
+        request, topic, raw_number, [t.pk for t in subtree]
     )
     context = {
         "topic": topic,
@@ -145,4 +154,8 @@ def topic_detail(request, slug):
         "cards_html": cards_html,
         "paper_total": paper_total,
     }
-    return render(request, "topics/topic_detail.html", context)
+    response = render(request, "topics/topic_detail.html", context)
+    if raw_number is not None and raw_number != str(number):
+        # ?page=01, ?page=x, a page past the last: shown, but stored only as the page it is.
+        pagecache.page_cache_skip(response)
+    return response

@@ -18,8 +18,12 @@ Only requests that cannot be personal are served from or written to the cache:
 - a query string holding only the parameters the view names (``?page=3``), each once and
   short; anything else (``?utm_source=...``, a search) renders the page as usual, so a
   client cannot fill the cache with address variants;
-- a 200 response that sets no cookie and rendered no CSRF token (a page with a form that
-  posts is never shared).
+- a 200 response that sets no cookie, rendered no CSRF token (a page with a form that posts
+  is never shared) and was not marked with :func:`page_cache_skip`: views mark the answers
+  to non-canonical spellings (``?page=01``, a page past the last, an unknown ``?sort=``),
+  so one page is stored once, under its canonical address;
+- the host in the key is the domain alone, lower case (``split_domain_port``): spellings of
+  one host (a port, upper case, a trailing dot) share one copy.
 
 With the cache down (django-redis skips a dead Redis) every request renders the page.
 """
@@ -33,10 +37,12 @@ from functools import wraps
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpResponse
+from django.http.request import split_domain_port
 from django.utils.cache import patch_vary_headers
 
 _PREFIX = "pagecache:v1"
-_VERSION_KEY = f"{_PREFIX}:version"
+# The site-wide version; other caches of rendered HTML read it too (topics.views' cards).
+VERSION_KEY = f"{_PREFIX}:version"
 _LOCK_SECONDS = 30
 # A query parameter value longer than this is not a page number or a sort name.
 _MAX_VALUE_LENGTH = 20
@@ -45,9 +51,16 @@ CACHE_HEADER = "X-Page-Cache"
 
 
 def page_cache_invalidate() -> None:
-    """Make every cached page out of date (rebuilt on its next request, one at a time).
-    Touches only the cache; callers run it after their transaction commits."""
-    cache.set(_VERSION_KEY, uuid.uuid4().hex, timeout=None)
+    """Make every cached page out of date (rebuilt on its next request, one at a time), and
+    the cached topic cards, which read the same version. Touches only the cache; callers run
+    it after their transaction commits."""
+    cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+
+
+def page_cache_skip(response):
+    """Mark ``response`` as not to be stored (it still goes to the reader); returns it."""
+    response.page_cache_skip = True
+    return response
 
 
 def _cache_key(request, query_params: tuple[str, ...]) -> str | None:
@@ -66,7 +79,8 @@ def _cache_key(request, query_params: tuple[str, ...]) -> str | None:
         parts.append(f"{name}={values[0]}")
     # The host and scheme too: a site answering at two addresses never serves one's page
     # (its links, its "next" parameters) at the other.
-    address = f"{request.scheme}://{request.get_host()}{request.path}?{'&'.join(parts)}"
+    domain, _port = split_domain_port(request.get_host())
+    address = f"{request.scheme}://{domain}{request.path}?{'&'.join(parts)}"
     return f"{_PREFIX}:page:{hashlib.sha256(address.encode()).hexdigest()}"
 
 
@@ -76,6 +90,7 @@ def _shareable(request, response) -> bool:
         and not response.streaming
         and not response.cookies
         and not request.META.get("CSRF_COOKIE_NEEDS_UPDATE")
+        and not getattr(response, "page_cache_skip", False)
     )
 
 
@@ -93,8 +108,8 @@ def cache_anonymous_page(*, query_params: tuple[str, ...] = ()):
                 response = view(request, *args, **kwargs)
                 response[CACHE_HEADER] = "bypass"
                 return response
-            found = cache.get_many([_VERSION_KEY, key])
-            version, entry = found.get(_VERSION_KEY), found.get(key)
+            found = cache.get_many([VERSION_KEY, key])
+            version, entry = found.get(VERSION_KEY), found.get(key)
             locked = False
             if entry is not None:
                 entry_version, content_type, content = entry
