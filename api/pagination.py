@@ -14,6 +14,8 @@ the cap, is a 400 naming the parameter (DRF would silently fall back to the defa
 ``cursor`` the API did not hand out (DRF would answer 404).
 """
 
+import base64
+
 from django.utils.dateparse import parse_date
 from rest_framework import pagination
 from rest_framework.exceptions import NotFound, ValidationError
@@ -64,6 +66,11 @@ class PaperCursorPagination(pagination.CursorPagination):
         (a 400 naming ``cursor``) for anything that is not a cursor the API handed out, a
         forged position included (never a 500 when the database is asked); DRF's own answer
         would be a 404, as if the list itself were missing."""
+        encoded = request.query_params.get(self.cursor_query_param)
+        # DRF's base64 decoding skips characters outside the alphabet, so "%%%" would read as
+        # an empty cursor: the first page. A cursor the API gave out is strict base64.
+        if encoded is not None and not _strict_base64(encoded):
+            raise ValidationError({"cursor": [INVALID_CURSOR]})
         try:
             cursor = super().decode_cursor(request)
         except NotFound:
@@ -77,6 +84,14 @@ class PaperCursorPagination(pagination.CursorPagination):
         return _page_size_parameter(
             super().get_schema_operation_parameters(view), self.page_size, self.max_page_size
         )
+
+
+def _strict_base64(value: str) -> bool:
+    """Whether ``value`` is non-empty, canonical base64 of something non-empty."""
+    try:
+        return bool(value) and bool(base64.b64decode(value.encode("ascii"), validate=True))
+    except (ValueError, UnicodeEncodeError):  # binascii.Error is a ValueError
+        return False
 
 
 def _valid_position(field: str, position: str) -> bool:
