@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -7,6 +8,8 @@ urlpatterns = [
     path("accounts/", include("accounts.urls")),
     path("accounts/", include("allauth.urls")),
     path("api/v1/", include("api.urls")),
+    # The address people guess for the API: its documentation.
+    path("api/", RedirectView.as_view(pattern_name="api:docs"), name="api-home"),
     path("papers/", include("papers.urls")),
     path("follows/", include("follows.urls")),
     path("feed/", include("follows.feed_urls")),

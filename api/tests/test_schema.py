@@ -70,3 +70,8 @@ def test_schema_and_docs_are_served(api_client):
     assert schema.status_code == 200
     assert api_client.get("/api/v1/docs/").status_code == 200
     assert api_client.get("/api/v1/docs/redoc/").status_code == 200
+
+
+def test_the_address_people_guess_leads_to_the_documentation(client):
+    response = client.get("/api/")
+    assert response.status_code == 302 and response["Location"] == "/api/v1/docs/"

@@ -133,3 +133,51 @@ def test_demo_refuses_to_serve_where_the_site_cannot_answer_before_any_work(
     assert result.returncode != 0
     assert message in result.stderr
     assert not database.exists()
+
+
+def test_demo_refuses_a_port_another_server_holds_before_any_work(tmp_path, run_manage):
+    import socket
+
+    database = tmp_path / "demo.sqlite3"
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = run_manage(
+            "demo",
+            "--addrport",
+            f"127.0.0.1:{port}",
+            env={"DATABASE_URL": f"sqlite:///{database}"},
+            timeout=60,
+        )
+
+    assert result.returncode != 0
+    assert f"Cannot serve on 127.0.0.1:{port}" in result.stderr
+    assert not database.exists()
+
+
+@pytest.mark.django_db
+def test_demo_points_absolute_links_at_the_address_it_serves(settings, monkeypatch):
+    """Feeds and digests build absolute links from SITE_URL: serving the demo on another port
+    must not leave them at :8000 (unless SITE_URL was set on purpose)."""
+    from django.core.management import call_command
+
+    from topics.management.commands import demo
+    from topics.tests.factories import TopicFactory
+
+    TopicFactory(slug=demo.REFERENCE_TOPIC_SLUG)
+    served = []
+
+    def fake_call_command(name, *args, **kwargs):  # the steps ran elsewhere; record serving
+        if name == "runserver":
+            served.append((args[0], settings.SITE_URL))
+
+    monkeypatch.setattr(demo, "call_command", fake_call_command)
+    monkeypatch.delenv("SITE_URL", raising=False)
+    call_command("demo", "--addrport", "127.0.0.1:0")
+    assert served == [("127.0.0.1:0", "http://127.0.0.1:0")]
+
+    monkeypatch.setenv("SITE_URL", "https://topics.example.org")
+    settings.SITE_URL = "https://topics.example.org"
+    call_command("demo", "--addrport", "127.0.0.1:0")
+    assert served[-1] == ("127.0.0.1:0", "https://topics.example.org")

@@ -111,6 +111,7 @@ NOT_CURATED = curators(403)
 ROUTES: dict[str, Route] = {
     # --- reader pages
     "topics:home": page(every(302), post=every(302)),
+    "api-home": page(every(302), post=every(302)),
     "topics:index": page(READ),
     "topics:detail": page(READ, kwargs=lambda w: SLUG),
     "ask:topic": page(READ, kwargs=lambda w: SLUG, query="q=agents"),

@@ -5,7 +5,9 @@ run eagerly in-process) this is everything a fresh checkout needs to show the re
 page built from real data. Every step is idempotent, so running the demo again changes nothing.
 """
 
+import os
 import re
+import socket
 from pathlib import Path
 
 from django.conf import settings
@@ -50,6 +52,23 @@ def serve_address(addrport: str) -> tuple[str, str]:
     return host, match["port"]
 
 
+def _check_port_free(addrport: str, port: str) -> None:
+    """Raise CommandError when nothing can listen on ``addrport`` (another server has the
+    port), before the demo does its work rather than after."""
+    match = _ADDRPORT.match(addrport)
+    address = (match["addr"] or "127.0.0.1").strip("[]")
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((address, int(port)))
+        except OSError as error:
+            raise CommandError(
+                f"Cannot serve on {addrport}: {error.strerror}. Stop what listens there, or "
+                "pass another --addrport (e.g. --addrport 127.0.0.1:8001)."
+            ) from None
+
+
 class Command(BaseCommand):
     """``demo [--no-serve] [--addrport ADDRESS:PORT]``; see ``help``.
 
@@ -87,6 +106,11 @@ class Command(BaseCommand):
                     f"{host} is not in ALLOWED_HOSTS {allowed}; add it to DJANGO_ALLOWED_HOSTS "
                     "or pass --addrport with an allowed address."
                 )
+            _check_port_free(addrport, port)
+            if "SITE_URL" not in os.environ:
+                # Feeds, the private feed address and digest links are absolute: make them
+                # point where this demo serves, not at the default port.
+                settings.SITE_URL = f"http://{host}:{port}"
 
         self._prepare_database()
         if not settings.CELERY_TASK_ALWAYS_EAGER:
