@@ -92,6 +92,29 @@ def _substring_query(q: str) -> Q:
     return condition
 
 
+# A word ending in "*": prefix search, which the websearch syntax does not have (PostgreSQL
+# would drop the "*" and look for the word itself, silently).
+_PREFIX_TERM = re.compile(r"\w\*")
+FULL_TEXT_HELP = (
+    'Full-text words over title and abstract ("a phrase", OR, -word); English stemming '
+    "matches word forms (agent finds agents). No prefix* here (saved searches take it)."
+)
+
+
+def full_text_syntax_validate(value: str) -> None:
+    """Raise ``ValidationError`` naming the term when ``value`` asks for prefix search
+    (``agent*``), which :func:`full_text_match` cannot do."""
+    match = _PREFIX_TERM.search(value)
+    if match:
+        term = value[: match.end()].split()[-1].lstrip('-"(')
+        raise forms.ValidationError(
+            "Prefix search (%(term)s) is not supported here: write the whole word; English "
+            "stemming already matches its forms (agent finds agents). Saved searches at "
+            "/follows/ take prefix*.",
+            params={"term": term},
+        )
+
+
 def full_text_match(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
     """Papers of ``queryset`` whose title or abstract match ``q`` (websearch syntax: words,
     ``"phrases"``, ``-word``, ``OR``): on PostgreSQL through the stored ``search_vector`` and
@@ -247,7 +270,8 @@ class PaperFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(
         method="filter_q",
         max_length=MAX_TEXT_LENGTH,
-        help_text='Full-text words over title and abstract ("a phrase", or, -word).',
+        validators=[full_text_syntax_validate],
+        help_text=FULL_TEXT_HELP,
     )
 
     class Meta:

@@ -30,7 +30,14 @@ from topics.views import active_topic_or_redirect
 
 from . import exports
 from .conditional import ConditionalGetMixin
-from .filters import SEARCH_WINDOW, PaperFilter, PaperOrderingFilter, full_text_ranked
+from .filters import (
+    FULL_TEXT_HELP,
+    SEARCH_WINDOW,
+    PaperFilter,
+    PaperOrderingFilter,
+    full_text_ranked,
+    full_text_syntax_validate,
+)
 from .pagination import CategoryPagination, PageNumberPagination, PaperCursorPagination
 from .selectors import (
     PaperNotFound,
@@ -418,7 +425,8 @@ class SearchFilter(PaperFilter):
         method="filter_q",
         required=True,
         max_length=300,
-        help_text='Full-text words over title and abstract ("a phrase", or, -word).',
+        validators=[full_text_syntax_validate],
+        help_text=FULL_TEXT_HELP,
     )
 
 
@@ -426,7 +434,8 @@ class SearchFilter(PaperFilter):
     get=extend_schema(
         summary="Full-text search",
         description="Papers whose title or abstract match q (PostgreSQL full text, English; "
-        "filters as /papers/). Ranked within a window: of the matching papers, the "
+        "on the embedded SQLite default every word as a substring, unranked; filters as "
+        "/papers/). Ranked within a window: of the matching papers, the "
         f"{SEARCH_WINDOW:,} newest submitted are ranked by relevance (a word in the title "
         "weighs more than one in the abstract), best first, then newest; `count` is the "
         f"number of papers in that window (at most {SEARCH_WINDOW:,}), not of all matches. "

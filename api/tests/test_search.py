@@ -194,3 +194,17 @@ def test_the_substring_fallback_reads_websearch_syntax(q, expected):
     found = set(Paper.objects.filter(_substring_query(q)).values_list("pk", flat=True))
 
     assert found == {papers[name].pk for name in expected}
+
+
+@pytest.mark.parametrize("url", ["/api/v1/search/", "/api/v1/papers/"])
+@pytest.mark.parametrize("q", ["agent*", '"tool use" agent*', "-agent*"])
+def test_prefix_search_is_a_400_naming_the_term_not_silently_nothing(client, url, q):
+    response = client.get(url, {"q": q})
+    assert response.status_code == 400
+    says = " ".join(response.json()["error"]["details"]["q"])
+    assert "Prefix search (agent*) is not supported" in says
+
+
+def test_a_star_inside_a_phrase_or_alone_is_not_a_prefix(client):
+    for q in ("5 * 3", '"rating *"'):
+        assert client.get("/api/v1/search/", {"q": q}).status_code == 200, q
