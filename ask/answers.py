@@ -235,7 +235,8 @@ def _citation(number: int, paper) -> Citation:
 
 
 def _suggestions(topic: Topic, question: str) -> list[dict]:
-    """Where to ask instead: the site search when one exists, and the parent topic."""
+    """Where to ask instead: the API's search over all papers (the site has no search page
+    of its own, so the label says it answers JSON), and the parent topic."""
     suggestions = []
     try:
         search = reverse("api:search")
@@ -243,7 +244,10 @@ def _suggestions(topic: Topic, question: str) -> list[dict]:
         search = None
     if search:
         suggestions.append(
-            {"label": "Search the whole site", "url": f"{search}?{urlencode({'q': question})}"}
+            {
+                "label": "Search all papers (JSON, from the API)",
+                "url": f"{search}?{urlencode({'q': question})}",
+            }
         )
     parent = Topic.objects.active().filter(pk=topic.parent_id).first() if topic.parent_id else None
     if parent is not None:
