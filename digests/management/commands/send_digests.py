@@ -1,5 +1,6 @@
 """``manage.py send_digests``: run the hourly digest sweep now (what beat runs every hour)."""
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from digests.tasks import digests_send_due
@@ -16,7 +17,8 @@ class Command(BaseCommand):
         if queued is None:
             self.stdout.write("Another digest sweep is running; nothing done.")
             return
+        where = "run here" if settings.CELERY_TASK_ALWAYS_EAGER else "queued for the Celery workers"
         self.stdout.write(
-            f"Digests queued: {queued['daily']} daily, {queued['weekly']} weekly "
-            "(users with no new papers get none)."
+            f"Digests queued: {queued['daily']} daily, {queued['weekly']} weekly, {where} "
+            "(users with no new papers get none; the admin's Digests page shows each result)."
         )
