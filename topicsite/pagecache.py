@@ -121,13 +121,22 @@ def cache_anonymous_page(*, query_params: tuple[str, ...] = ()):
                     patch_vary_headers(response, ("Cookie",))
                     return response
             try:
-                response = view(request, *args, **kwargs)
+                try:
+                    response = view(request, *args, **kwargs)
+                except Exception:  # Http404 included: the page went away
+                    if entry is not None:
+                        cache.delete(key)
+                    raise
                 if _shareable(request, response):
                     cache.set(
                         key,
                         (version, response["Content-Type"], response.content),
                         timeout=settings.PAGE_CACHE_SECONDS,
                     )
+                elif entry is not None:
+                    # The page is gone or no longer shareable (a topic deactivated, a
+                    # redirect): others must stop getting the previous copy meanwhile.
+                    cache.delete(key)
             finally:
                 if locked:
                     cache.delete(f"{key}:lock")

@@ -246,3 +246,21 @@ def test_each_host_and_scheme_has_its_own_copy(client, settings):
     assert get(client, url, HTTP_HOST="mirror.example.org")[CACHE_HEADER] == "miss"
     assert get(client, url, secure=True)[CACHE_HEADER] == "miss"
     assert get(client, url, HTTP_HOST="mirror.example.org")[CACHE_HEADER] == "hit"
+
+
+def test_a_page_that_went_away_is_not_served_from_its_old_copy(
+    client, django_capture_on_commit_callbacks
+):
+    topic = TopicFactory(slug="retiring")
+    url = topic.get_absolute_url()
+    assert get(client, url)[CACHE_HEADER] == "miss"
+    with django_capture_on_commit_callbacks(execute=True):
+        topic.active = False
+        topic.save()  # as the admin does: the version moves on after the commit
+
+    assert client.get(url).status_code == 404
+    # Even while another request would hold the rebuild, the stale copy is gone.
+    key = pagecache._cache_key(RequestFactory().get(url), ("page",))
+    assert cache.get(key) is None
+    assert cache.add(f"{key}:lock", 1, timeout=30)
+    assert client.get(url).status_code == 404
