@@ -10,8 +10,8 @@ from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet
 from django.db.models.lookups import StartsWith
 
 from papers.models import Authorship, Paper
-from topics.models import Assignment, Topic
-from topics.selectors import topic_newest_paper_ids
+from topics.models import Topic
+from topics.selectors import PaperCard, paper_cards, topic_newest_paper_ids
 
 from .models import Follow
 from .selectors import user_follow_matches
@@ -31,13 +31,13 @@ class FeedPapers:
     """The newest papers of everything a user follows (as ``follows.selectors.user_papers``:
     distinct, submitted descending then id descending), at most ``FEED_MAX_PAPERS`` of them,
     as Django's ``Paginator`` takes them: ``count()`` and slicing, a slice being a list of
-    papers with what a card shows (``Paper.objects.for_cards()`` plus ``topic_assignments``,
-    the chips, as on the topic page). ``capped`` tells whether there were more.
+    ``topics.selectors.PaperCard`` (what a card shows, as on the topic page, and when the
+    paper was stored). ``capped`` tells whether there were more.
 
     Reads the ids once, on first use, in one query: the newest accepted assignments of each
     topic in the followed topics' subtrees and the saved searches' newest papers, merged (one
     index range scan per topic, see ``topics.selectors.topic_newest_paper_ids``). A slice
-    then loads its papers in five queries.
+    then loads its cards in one query on PostgreSQL (``topics.selectors.paper_cards``).
     """
 
     def __init__(self, *, user):
@@ -72,8 +72,7 @@ class FeedPapers:
         ids = self._newest_ids()[index]
         if not isinstance(index, slice):
             ids = [ids]
-        by_id = {paper.pk: paper for paper in _with_chips(Paper.objects.filter(pk__in=ids))}
-        papers = [by_id[pk] for pk in ids if pk in by_id]
+        papers = paper_cards(paper_ids=ids)
         return papers if isinstance(index, slice) else papers[0]
 
 
@@ -87,25 +86,15 @@ def _search_paper_ids(*, user) -> QuerySet:
     )
 
 
-def _with_chips(papers: QuerySet[Paper]) -> QuerySet[Paper]:
-    chips = (
-        Assignment.objects.accepted()
-        .filter(topic__active=True)
-        .select_related("topic")
-        .order_by("topic__name", "topic_id")
-    )
-    return papers.for_cards().prefetch_related(
-        Prefetch("assignments", queryset=chips, to_attr="topic_assignments")
-    )
-
-
 def feed_card_papers(*, user) -> FeedPapers:
     """The papers of everything ``user`` follows, newest first, with what a card shows, for
     ``Paginator``: see :class:`FeedPapers` (at most ``FEED_MAX_PAPERS``)."""
     return FeedPapers(user=user)
 
 
-def feed_mark(*, user, papers: Iterable[Paper], seen_before: dt.datetime | None) -> list[Paper]:
+def feed_mark(
+    *, user, papers: Iterable[PaperCard], seen_before: dt.datetime | None
+) -> list[PaperCard]:
     """``papers`` as a list, each given ``matched_follows`` (``user``'s follows that matched
     it, topics first then searches, each by label) and ``seen`` (True when the paper was stored
     before ``seen_before``; always False when ``seen_before`` is None). The queries of

@@ -365,6 +365,8 @@ class PaperCard:
     shown_authorships: list[SimpleNamespace] = field(default_factory=list)
     shown_affiliations: list[SimpleNamespace] = field(default_factory=list)
     topic_assignments: list[SimpleNamespace] = field(default_factory=list)
+    # When the paper was stored (the feed marks papers stored before a visit as seen).
+    created_at: dt.datetime | None = None
 
     def get_absolute_url(self) -> str:
         return self.url
@@ -415,6 +417,7 @@ def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
         author_count,
         affiliation_count,
         code,
+        created_at,
         authors,
         affiliations,
         chips,
@@ -429,6 +432,7 @@ def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
             author_count=author_count,
             affiliation_count=affiliation_count,
             primary_category=SimpleNamespace(code=code),
+            created_at=created_at,
             shown_authorships=[
                 SimpleNamespace(author=SimpleNamespace(name=name)) for name in authors
             ],
@@ -520,6 +524,7 @@ _CARD_FIELDS = (
     "author_count",
     "affiliation_count",
     "primary_category__code",
+    "created_at",
 )
 
 
