@@ -83,9 +83,7 @@ def topic_index(request):
     return response
 
 
-def _topic_cards_html(
-    request, topic: Topic, raw_number, subtree_ids: list[int]
-) -> tuple[str, int, int]:
+def _topic_cards_html(topic: Topic, raw_number, subtree_ids: list[int]) -> tuple[str, int, int]:
     """``(the rendered cards and pager of page ?page=raw_number, the topic's paper count, the
     page number shown)``.
 
@@ -141,9 +139,7 @@ def topic_detail(request, slug):
     momentum = topic_momentum_stored(topic=topic)
     ancestors, subtree = selectors.topic_lineage(topic=topic)
     raw_number = request.GET.get("page")
-    cards_html, paper_total, number = _topic_cards_html(
-        request, topic, raw_number, [t.pk for t in subtree]
-    )
+    cards_html, paper_total, number = _topic_cards_html(topic, raw_number, [t.pk for t in subtree])
     context = {
         "topic": topic,
         "ancestors": ancestors,
