@@ -108,9 +108,9 @@ def full_text_syntax_validate(value: str) -> None:
     if match:
         term = value[: match.end()].split()[-1].lstrip('-"(')
         raise forms.ValidationError(
-            "Prefix search (%(term)s) is not supported here: write the whole word; English "
-            "stemming already matches its forms (agent finds agents). Saved searches at "
-            "/follows/ take prefix*.",
+            "Prefix search (%(term)s) is not supported here: write the whole word (on "
+            "PostgreSQL, English stemming matches its forms: agent finds agents). Saved "
+            "searches at /follows/ take prefix*.",
             params={"term": term},
         )
 

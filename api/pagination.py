@@ -68,8 +68,9 @@ class PaperCursorPagination(pagination.CursorPagination):
         would be a 404, as if the list itself were missing."""
         encoded = request.query_params.get(self.cursor_query_param)
         # DRF's base64 decoding skips characters outside the alphabet, so "%%%" would read as
-        # an empty cursor: the first page. A cursor the API gave out is strict base64.
-        if encoded is not None and not _strict_base64(encoded):
+        # an empty cursor: the first page. A cursor the API gave out is strict base64; an
+        # empty ?cursor= is no cursor (the first page).
+        if encoded and not _strict_base64(encoded):
             raise ValidationError({"cursor": [INVALID_CURSOR]})
         try:
             cursor = super().decode_cursor(request)

@@ -252,3 +252,7 @@ def test_queries_per_list_do_not_grow_with_page_size(api_client, world):
 def test_percent_signs_in_bad_values_are_reported_not_crashed_on(api_client, world, query):
     param = query.split("=")[0]
     assert_error(api_client.get(f"/api/v1/papers/?{query}"), 400, param=param)
+
+
+def test_an_empty_cursor_is_the_first_page(api_client, world):
+    assert ids(api_client.get("/api/v1/papers/?cursor=")) == ids(api_client.get("/api/v1/papers/"))

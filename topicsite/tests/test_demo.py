@@ -119,6 +119,7 @@ def test_the_reference_topic_page_renders_after_the_demo(demo):
     [
         ((), {"DJANGO_ALLOWED_HOSTS": "topics.example.org"}, "not in ALLOWED_HOSTS"),
         (("--addrport", "here:there"), {}, "is not [ADDRESS:]PORT"),
+        (("--addrport", "127.0.0.1:99999"), {}, "the port must be from 1 to 65535"),
     ],
 )
 def test_demo_refuses_to_serve_where_the_site_cannot_answer_before_any_work(
@@ -174,10 +175,10 @@ def test_demo_points_absolute_links_at_the_address_it_serves(settings, monkeypat
 
     monkeypatch.setattr(demo, "call_command", fake_call_command)
     monkeypatch.delenv("SITE_URL", raising=False)
-    call_command("demo", "--addrport", "127.0.0.1:0")
-    assert served == [("127.0.0.1:0", "http://127.0.0.1:0")]
+    call_command("demo", "--addrport", "127.0.0.1:8765")
+    assert served == [("127.0.0.1:8765", "http://127.0.0.1:8765")]
 
     monkeypatch.setenv("SITE_URL", "https://topics.example.org")
     settings.SITE_URL = "https://topics.example.org"
-    call_command("demo", "--addrport", "127.0.0.1:0")
-    assert served[-1] == ("127.0.0.1:0", "https://topics.example.org")
+    call_command("demo", "--addrport", "127.0.0.1:8765")
+    assert served[-1] == ("127.0.0.1:8765", "https://topics.example.org")

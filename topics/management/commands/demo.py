@@ -41,11 +41,14 @@ def serve_address(addrport: str) -> tuple[str, str]:
     """``(host, port)`` a browser on this machine uses for ``addrport`` (runserver's argument).
 
     ``"0.0.0.0:8000"`` and ``"8000"`` give ``("127.0.0.1", "8000")``; IPv6 hosts keep their
-    brackets (``"[::1]"``). Raises CommandError for text that is not ``[ADDRESS:]PORT``.
+    brackets (``"[::1]"``). Raises CommandError for text that is not ``[ADDRESS:]PORT`` or a
+    port outside 1-65535.
     """
     match = _ADDRPORT.match(addrport)
     if not match:
         raise CommandError(f"--addrport {addrport!r} is not [ADDRESS:]PORT, e.g. 127.0.0.1:8000.")
+    if not 1 <= int(match["port"]) <= 65535:
+        raise CommandError(f"--addrport {addrport!r}: the port must be from 1 to 65535.")
     host = match["addr"]
     if host in (None, "0", "0.0.0.0", "[::]"):
         host = "127.0.0.1"
