@@ -345,6 +345,14 @@ def test_load_demo_taxonomy_builds_a_topic_per_archive_under_its_group(stored_pa
     assert Topic.objects.count() == 5
     assert "Archives among stored papers: 4." in output
     assert "2 groups, 3 archives" in output
+    assert "Run `manage.py tag --all`" in output
+
+
+def test_the_demo_asks_load_demo_taxonomy_not_to_suggest_the_tagging_it_runs_next(
+    stored_papers,
+):
+    output = run("load_demo_taxonomy", "--no-tag-hint")
+    assert "2 groups, 3 archives" in output and "tag --all" not in output
 
 
 def test_load_demo_taxonomy_twice_changes_nothing(stored_papers):

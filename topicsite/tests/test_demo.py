@@ -80,6 +80,7 @@ def test_demo_runs_the_main_job_and_prints_the_topic_page_url(demo):
     assert f"Topic page: {TOPIC_URL}" in result.stdout.splitlines()
     for step in ("[1/6] Apply database migrations", "[6/6] Tag every paper"):
         assert step in result.stdout
+    assert "Run `manage.py tag --all`" not in result.stdout  # step 6 does it
 
 
 def test_demo_stores_real_papers_topics_and_assignments_in_the_named_file(demo):

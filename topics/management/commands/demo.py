@@ -29,7 +29,11 @@ STEPS = (
     ("Load the arXiv category taxonomy", "load_categories", []),
     ("Import the reference topic page", "import_reference_page", []),
     ("Harvest the recorded arXiv responses", "harvest", ["--recorded"]),
-    ("Create a topic per arXiv archive of the stored papers", "load_demo_taxonomy", []),
+    (
+        "Create a topic per arXiv archive of the stored papers",
+        "load_demo_taxonomy",
+        ["--no-tag-hint"],
+    ),
     ("Tag every paper", "tag", ["--all"]),
 )
 

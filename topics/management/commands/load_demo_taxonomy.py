@@ -13,12 +13,20 @@ class Command(BaseCommand):
         "arXiv group, with category rules; then run `tag --all` to place the papers."
     )
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--no-tag-hint",
+            action="store_true",
+            help="Do not suggest `tag --all` afterwards (the demo runs it next).",
+        )
+
+    def handle(self, *args, no_tag_hint=False, **options):
         result = demo_taxonomy_load()
         self.stdout.write(
             f"Archives among stored papers: {result.archives}. Topics created: "
             f"{result.groups_created} groups, {result.archives_created} archives. "
             f"Rules set or changed: {result.rules_set}."
         )
-        if result.groups_created or result.archives_created or result.rules_set:
+        changed = result.groups_created or result.archives_created or result.rules_set
+        if changed and not no_tag_hint:
             self.stdout.write("Run `manage.py tag --all` to apply the rules to stored papers.")
