@@ -449,20 +449,25 @@ def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
     return [cards[pk] for pk in paper_ids if pk in cards]
 
 
-def _card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
-    """``_CARD_FIELDS`` of each paper, then its first three author names and affiliation
-    names by position and its chips as ``(topic name, slug)`` by name: one query, the lists
-    as array subqueries (each an index range scan on the paper)."""
-    authors = Authorship.objects.filter(paper_id=OuterRef("pk"), position__lt=3).order_by(
-        "position"
-    )
-    affiliations = PaperAffiliation.objects.filter(
-        paper_id=OuterRef("pk"), position__lt=3
-    ).order_by("position")
-    chips = (
+def _card_lists() -> tuple[QuerySet, QuerySet, QuerySet]:
+    """The three lists a card shows, over all papers, each in the card's order: the first
+    three authorships by position, the first three paper affiliations by position, and the
+    chips (accepted assignments to active topics) by topic name."""
+    return (
+        Authorship.objects.filter(position__lt=3).order_by("position"),
+        PaperAffiliation.objects.filter(position__lt=3).order_by("position"),
         Assignment.objects.accepted()
-        .filter(paper_id=OuterRef("pk"), topic__active=True)
-        .order_by("topic__name", "topic_id")
+        .filter(topic__active=True)
+        .order_by("topic__name", "topic_id"),
+    )
+
+
+def _card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
+    """``_CARD_FIELDS`` of each paper, then its author names, affiliation names and chips as
+    ``(topic name, slug)`` (:func:`_card_lists`): one query, the lists as array subqueries
+    (each an index range scan on the paper)."""
+    authors, affiliations, chips = (
+        lines.filter(paper_id=OuterRef("pk")) for lines in _card_lists()
     )
     rows = (
         Paper.objects.filter(id__in=paper_ids)
@@ -486,27 +491,17 @@ def _card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
 
 def _card_rows_portable(paper_ids: list[int]) -> list[tuple]:
     """As :func:`_card_rows_postgresql`, in four queries (SQLite has no arrays)."""
+    authors_of, affiliations_of, chips_of = (
+        lines.filter(paper_id__in=paper_ids) for lines in _card_lists()
+    )
     authors: dict[int, list[str]] = defaultdict(list)
-    for paper_id, name in (
-        Authorship.objects.filter(paper_id__in=paper_ids, position__lt=3)
-        .order_by("paper_id", "position")
-        .values_list("paper_id", "author__name")
-    ):
+    for paper_id, name in authors_of.values_list("paper_id", "author__name"):
         authors[paper_id].append(name)
     affiliations: dict[int, list[str]] = defaultdict(list)
-    for paper_id, name in (
-        PaperAffiliation.objects.filter(paper_id__in=paper_ids, position__lt=3)
-        .order_by("paper_id", "position")
-        .values_list("paper_id", "affiliation__name")
-    ):
+    for paper_id, name in affiliations_of.values_list("paper_id", "affiliation__name"):
         affiliations[paper_id].append(name)
     chips: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    for paper_id, name, slug in (
-        Assignment.objects.accepted()
-        .filter(paper_id__in=paper_ids, topic__active=True)
-        .order_by("topic__name", "topic_id")
-        .values_list("paper_id", "topic__name", "topic__slug")
-    ):
+    for paper_id, name, slug in chips_of.values_list("paper_id", "topic__name", "topic__slug"):
         chips[paper_id].append((name, slug))
     return [
         (*row, authors[row[0]], affiliations[row[0]], chips[row[0]])
