@@ -196,3 +196,16 @@ def report(name: str, passed: bool, figures: dict) -> None:
     print(f"{name}: {'PASS' if passed else 'FAIL'}")
     for key, value in figures.items():
         print(f"  {key}: {value}")
+
+
+def main(name: str, run) -> int:
+    """Run a drill on an emptied database: Django set up, every table flushed, then
+    ``run() -> (passed, figures)``; prints :func:`report` and returns the exit status (0 when
+    it passed)."""
+    django_setup()
+    from django.core.management import call_command
+
+    call_command("flush", interactive=False, verbosity=0)
+    passed, figures = run()
+    report(name, passed, figures)
+    return 0 if passed else 1

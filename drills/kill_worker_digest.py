@@ -282,15 +282,5 @@ def run(*, log_dir: Path = common.LOG_DIR) -> tuple[bool, dict]:
     return len(checks) == 3 and all(checks.values()), figures
 
 
-def main() -> int:
-    common.django_setup()
-    from django.core.management import call_command
-
-    call_command("flush", interactive=False, verbosity=0)
-    passed, figures = run()
-    common.report("kill_worker_digest", passed, figures)
-    return 0 if passed else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(common.main("kill_worker_digest", run))

@@ -160,15 +160,5 @@ def _expected_pairs(assignments: list[tuple]) -> list[tuple[int, int]]:
     return [(papers[arxiv_id], topics[slug]) for arxiv_id, slug, *_ in assignments]
 
 
-def main() -> int:
-    common.django_setup()
-    from django.core.management import call_command
-
-    call_command("flush", interactive=False, verbosity=0)
-    passed, figures = run()
-    common.report("kill_worker_tagging", passed, figures)
-    return 0 if passed else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(common.main("kill_worker_tagging", run))
