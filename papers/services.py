@@ -42,7 +42,7 @@ from django.db import connection, transaction
 from django.db.models.constants import OnConflict
 from django.utils import timezone
 
-from topicsite.pagecache import page_cache_invalidate
+from topicsite.signals import content_changed_on_commit
 
 from .identifiers import InvalidArxivId, parse_arxiv_id
 from .models import (
@@ -415,7 +415,7 @@ def _upsert_batch(records: list[ArxivRecord], *, source: str) -> IngestResult:
             result.created = sum(1 for plan in plans if plan.old is None)
             result.updated = len(plans) - result.created
             result.paper_ids = [plan.pk for plan in plans]
-            transaction.on_commit(page_cache_invalidate)
+            content_changed_on_commit()
             transaction.on_commit(
                 partial(papers_stored.send, sender=Paper, paper_ids=list(result.paper_ids))
             )

@@ -25,10 +25,11 @@ from django.utils.text import slugify
 
 from papers.models import Category, Paper
 
+from .caches import topic_caches_invalidate_on_commit
 from .classifier import paper_text
 from .models import Assignment, Topic, TopicRedirect
 from .rules import compile_rule
-from .services import topic_caches_invalidate_on_commit, topic_move
+from .services import topic_move
 from .signals import topics_merged
 
 __all__ = [

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -31,6 +30,7 @@ from django.utils import timezone
 
 from papers.models import Authorship, Paper, PaperAffiliation
 
+from .caches import INDEX_CACHE_PREFIX, INDEX_GENERATION_KEY
 from .models import Assignment, Topic, TopicRedirect, TopicStats
 from .momentum import CHART_WEEKS, WINDOW_DAYS, Momentum, topics_momentum
 
@@ -58,7 +58,6 @@ __all__ = [
     "topic_subtree",
     "topic_subtree_ids",
     "topic_index",
-    "topic_index_cache_invalidate",
     "topic_index_matching",
     "topic_index_ranked",
     "topic_papers",
@@ -620,10 +619,8 @@ INDEX_SORTS = ("name", "size", "rising")
 # to be ranked by its share change; the others follow, so 1 -> 2 papers cannot top the list.
 RISING_MIN_PAPERS = 3
 # The whole index is cached this long at most; new topics, papers and assignments, and
-# anything reported to :func:`topic_index_cache_invalidate`, show at once.
+# anything reported to :func:`topics.caches.topic_index_cache_invalidate`, show at once.
 INDEX_CACHE_SECONDS = 120
-_INDEX_CACHE_PREFIX = "topics:index:v1"
-_INDEX_GENERATION_KEY = f"{_INDEX_CACHE_PREFIX}:generation"
 _SPARK_WIDTH = 96
 _SPARK_HEIGHT = 20
 
@@ -769,26 +766,21 @@ def _index_fingerprint() -> tuple[dt.date | None, str]:
     return newest, hashlib.sha256(repr(rest).encode()).hexdigest()[:16]
 
 
-def topic_index_cache_invalidate() -> None:
-    """Make the next :func:`topic_index` recompute (for changes the fingerprint cannot see,
-    such as a curator decision changing an assignment's state). Touches only the cache."""
-    cache.set(_INDEX_GENERATION_KEY, uuid.uuid4().hex, timeout=None)
-
-
 def topic_index() -> TopicIndex:
     """The active topics for the index page, with subtree paper counts, momentum and weekly
     counts, computed over the newest submitted date as ``as_of`` (as the topic page does).
     ``cache_key`` changes whenever the figures may have.
 
     Cached for ``INDEX_CACHE_SECONDS`` under a key holding a cheap fingerprint of the data and
-    a generation bumped by :func:`topic_index_cache_invalidate`. Queries, whatever the number
-    of topics or papers: one on a cache hit; five on a miss (fingerprint, :func:`topic_tree`,
-    :func:`topics.momentum.topics_momentum` given ``as_of``: two, and all papers in each of
+    a generation bumped by ``topics.caches.topic_index_cache_invalidate``. Queries,
+    whatever the number of topics or papers: one on a cache hit; five on a miss
+    (fingerprint, :func:`topic_tree`, :func:`topics.momentum.topics_momentum` given
+    ``as_of``: two, and all papers in each of
     the two four-week windows).
     """
     newest, fingerprint = _index_fingerprint()
-    generation = cache.get(_INDEX_GENERATION_KEY, "0")
-    key = f"{_INDEX_CACHE_PREFIX}:{generation}:{fingerprint}:{newest}"
+    generation = cache.get(INDEX_GENERATION_KEY, "0")
+    key = f"{INDEX_CACHE_PREFIX}:{generation}:{fingerprint}:{newest}"
     index = cache.get(key)
     if index is None:
         index = _topic_index_build(as_of=newest or timezone.localdate())

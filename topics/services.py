@@ -32,7 +32,6 @@ from django.db.models import (
     Case,
     CharField,
     ExpressionWrapper,
-    F,
     FloatField,
     Q,
     Value,
@@ -44,8 +43,8 @@ from django.utils.text import slugify
 
 from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category, get_category
-from topicsite.pagecache import page_cache_invalidate
 
+from .caches import topic_caches_invalidate_on_commit
 from .classifier import (
     SCORE_TOLERANCE,
     ClassifierSettings,
@@ -55,7 +54,7 @@ from .classifier import (
     classifier_settings,
     paper_text,
 )
-from .models import Assignment, ClassifierModel, Topic, TopicRedirect, TopicStats
+from .models import Assignment, ClassifierModel, Topic, TopicRedirect
 from .rules import Rule, RuleSyntaxError, compile_rule, fold
 from .tasks import tag_papers
 
@@ -205,32 +204,6 @@ def topic_move(*, topic: Topic, parent: Topic | None) -> Topic:
 
 
 # --- assignments: curators -----------------------------------------------------------------
-
-
-def _topic_caches_invalidate(topic_ids: Iterable[int]) -> None:
-    """Drop what is cached for these topics: the topics index (counts, momentum, sparklines),
-    and mark the stored paper counts (``TopicStats``) of these topics and of their ancestors
-    as behind, so the next topic page counts again (two queries on the small topic tables);
-    and the pages cached for anonymous readers (``topicsite.pagecache``).
-
-    The one place every assignment-writing service reaches after its transaction commits.
-    """
-    from .selectors import topic_index_cache_invalidate
-
-    topic_index_cache_invalidate()
-    page_cache_invalidate()
-    topic_ids = set(topic_ids)
-    paths = Topic.objects.filter(pk__in=topic_ids).values_list("path", flat=True)
-    counted = topic_ids | {int(pk) for path in paths for pk in path.split("/") if pk}
-    TopicStats.objects.filter(pk__in=counted).update(generation=F("generation") + 1)
-
-
-def topic_caches_invalidate_on_commit(topic_ids: Iterable[int]) -> None:
-    """Once the current transaction commits, drop cached figures of the topics with these pks
-    (every service that writes assignments calls it; curation services too)."""
-    topic_ids = set(topic_ids)
-    if topic_ids:
-        transaction.on_commit(partial(_topic_caches_invalidate, topic_ids))
 
 
 def _assignment_store(

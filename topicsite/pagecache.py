@@ -3,9 +3,11 @@ paper pages).
 
 Most readers are not signed in and see the same page at the same address, so the rendered
 page is kept in the shared cache (Redis) and served from there until the data behind it
-changes: :func:`page_cache_invalidate` moves a site-wide version on, and every service that
-changes what the pages show calls it after its transaction commits (ingestion batches,
-tagging, curator decisions, topic edits); the entry's own lifetime
+changes: :func:`page_cache_invalidate` moves a site-wide version on. It is connected once,
+here (:func:`connect_invalidation`): to one-by-one saves and deletes of the rows pages show
+(admin edits, commands), and to ``topicsite.signals.content_changed``, which the bulk writers
+send after their transaction commits (ingestion batches, tagging, curator decisions, topic
+edits). The entry's own lifetime
 (``PAGE_CACHE_SECONDS``) bounds what nothing reports, such as a follower count. After a
 change, one request at a time rebuilds an entry (a ``cache.add`` lock) while the others keep
 getting the previous page: a burst of readers after an ingest does not render it a hundred
@@ -34,8 +36,11 @@ import hashlib
 import uuid
 from functools import wraps
 
+from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from django.http import HttpResponse
 from django.http.request import split_domain_port
 from django.utils.cache import patch_vary_headers
@@ -55,6 +60,61 @@ def page_cache_invalidate() -> None:
     the cached topic cards, which read the same version. Touches only the cache; callers run
     it after their transaction commits."""
     cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+
+
+# What the shared pages and cached cards show, by model label: saves one by one (the admin, a
+# management command) move the version on. Deletes are caught only for the models the admin
+# deletes one by one: a receiver would cost Authorship and PaperAffiliation their fast bulk
+# delete when ingestion rewrites a paper's authors. Bulk writers send ``content_changed``.
+SHOWN_SAVED = (
+    "topics.Topic",
+    "papers.Paper",
+    "papers.Author",
+    "papers.Affiliation",
+    "papers.Category",
+    "papers.Authorship",
+    "papers.PaperAffiliation",
+)
+SHOWN_DELETED = (
+    "topics.Topic",
+    "papers.Paper",
+    "papers.Author",
+    "papers.Affiliation",
+    "papers.Category",
+)
+
+
+def _invalidate_after_edit(sender, **kwargs):
+    """A shown row saved or deleted one by one: pages move on once the transaction commits."""
+    transaction.on_commit(page_cache_invalidate)
+
+
+def _invalidate_on_content_changed(sender, **kwargs):
+    page_cache_invalidate()
+
+
+def connect_invalidation() -> None:
+    """Connect :func:`page_cache_invalidate` to everything that changes what pages show: the
+    kernel's ``content_changed`` signal and the saves and deletes of ``SHOWN_SAVED`` /
+    ``SHOWN_DELETED``. Models are looked up by label, so the kernel imports no app. Run once,
+    from ``TopicsiteConfig.ready``; connecting again is a no-op (dispatch uids)."""
+    from .signals import content_changed
+
+    content_changed.connect(
+        _invalidate_on_content_changed, dispatch_uid="pagecache.content_changed"
+    )
+    for label in SHOWN_SAVED:
+        post_save.connect(
+            _invalidate_after_edit,
+            sender=apps.get_model(label),
+            dispatch_uid=f"pagecache.after_save.{label}",
+        )
+    for label in SHOWN_DELETED:
+        post_delete.connect(
+            _invalidate_after_edit,
+            sender=apps.get_model(label),
+            dispatch_uid=f"pagecache.after_delete.{label}",
+        )
 
 
 def page_cache_skip(response):

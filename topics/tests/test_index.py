@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from papers.services import category_sync
 from papers.tests.factories import PaperFactory
-from topics import selectors
+from topics import caches, selectors
 from topics.models import Assignment, Topic
 from topics.momentum import topic_momentum, topics_momentum
 from topics.tests.factories import AssignmentFactory, TopicFactory
@@ -332,7 +332,7 @@ def test_cached_index_shows_new_data_at_once_and_state_changes_after_invalidatio
     # A state change the fingerprint cannot see: served from the cache until invalidated.
     Assignment.objects.filter(paper=paper).update(state=Assignment.State.REJECTED)
     assert "Alpha 1 paper " in text_of(get(client))
-    selectors.topic_index_cache_invalidate()
+    caches.topic_index_cache_invalidate()
     assert "Alpha 0 papers" in text_of(get(client))
 
 

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from papers.models import Paper
 from papers.tests.factories import AuthorshipFactory, PaperFactory
-from topics import selectors, services
+from topics import caches, selectors, services
 from topics.models import Assignment, TopicStats
 from topics.momentum import topic_momentum, topic_momentum_stored
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
@@ -202,7 +202,7 @@ def test_while_another_request_recounts_the_last_count_is_served(tree):
     before = selectors.topic_papers(topic=children[2]).count()
     assert selectors.topic_paper_count(topic=children[2]) == before
     paper_in(children[2])  # written behind the services' back, then reported
-    services._topic_caches_invalidate([children[2].pk])
+    caches.topic_caches_invalidate([children[2].pk])
     lock = f"topics:count-lock:v1:{children[2].pk}"
     cache.set(lock, 1)
     try:
@@ -291,7 +291,7 @@ def test_while_one_request_rebuilds_the_cards_others_serve_the_old_ones(client):
     old = paper_in(topic, submitted=DAY - dt.timedelta(days=1))
     assert card_titles(client, topic) == [old.title]
     new = paper_in(topic, submitted=DAY)
-    services._topic_caches_invalidate([topic.pk])
+    caches.topic_caches_invalidate([topic.pk])
     lock = f"topics:cards:v1:{topic.pk}:1:lock"
     cache.set(lock, 1)
     try:

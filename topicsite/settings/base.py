@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "topicsite",
     "papers",
     "topics",
     "follows",

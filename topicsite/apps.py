@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class TopicsiteConfig(AppConfig):
+    """The shared kernel: abstract models, the page cache, publishing tasks, Jinja2."""
+
+    name = "topicsite"
+    verbose_name = "Site"
+
+    def ready(self):
+        from .pagecache import connect_invalidation
+
+        connect_invalidation()
