@@ -28,9 +28,9 @@ from django.utils.http import urlencode
 from django.utils.text import Truncator
 from simple_history.admin import SimpleHistoryAdmin
 
-from papers.admin.papers import EstimatedCountPaginator
 from papers.admin.papers import PaperAdmin as PaperRecordAdmin
 from papers.models import Paper
+from topicsite.paginators import EstimatedCountPaginator
 
 from .classifier import ClassifierLoadError, classifier_explain
 from .curation import (

@@ -3,45 +3,16 @@ authors and affiliations. Knows nothing of topics (``papers`` is the bottom of t
 ``topics.admin`` extends :class:`PaperAdmin` with the topic filter and the assignments.
 
 Built for tables of millions of papers: no page counts every row (see
-:class:`EstimatedCountPaginator`), no filter lists values by scanning papers, no facet counts.
+:class:`topicsite.paginators.EstimatedCountPaginator`), no filter lists values by scanning
+papers, no facet counts.
 """
 
 from django.contrib import admin
-from django.core.paginator import Paginator
-from django.db import connections
-from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.utils.functional import cached_property
+from django.db.models import Exists, OuterRef, Q
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperVersion
-
-
-class EstimatedCountPaginator(Paginator):
-    """A paginator that does not count every row of a big table.
-
-    For an unfiltered queryset on PostgreSQL, ``count`` is the planner's row estimate
-    (``pg_class.reltuples``, kept by autovacuum) when that is at least ``estimate_from``;
-    otherwise (a filter or search applied, a small table, another database) it is the exact
-    ``COUNT(*)``. The last page of an estimate may be short or empty.
-    """
-
-    estimate_from = 100_000
-
-    @cached_property
-    def count(self) -> int:
-        queryset = self.object_list
-        if isinstance(queryset, QuerySet) and not queryset.query.where:
-            connection = connections[queryset.db]
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
-                        [connection.ops.quote_name(queryset.model._meta.db_table)],
-                    )
-                    row = cursor.fetchone()
-                if row is not None and row[0] >= self.estimate_from:
-                    return int(row[0])
-        return super().count
+from topicsite.paginators import EstimatedCountPaginator
 
 
 class CategoryListFilter(admin.SimpleListFilter):
