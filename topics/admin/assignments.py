@@ -1,0 +1,182 @@
+"""Admin of assignments: filters, the review queue, bulk accept / reject, moving papers to
+another topic and re-tagging. Decisions go through the services and are recorded as the
+curator's."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.db import IntegrityError
+from django.utils.text import Truncator
+from simple_history.admin import SimpleHistoryAdmin
+
+from topics.admin.actions import ACTION_ITEMS_SHOWN, action_page
+from topics.admin.filters import (
+    AssignmentTopicFilter,
+    DeciderFilter,
+    ReviewQueueFilter,
+    ScoreRangeFilter,
+)
+from topics.admin.tree import TopicTreeChoiceField
+from topics.classifier import ClassifierLoadError, classifier_explain
+from topics.curation import assignments_bulk_decide, assignments_move
+from topics.models import Assignment
+from topics.services import assignment_add, assignment_decide, papers_tag_enqueue
+from topicsite.paginators import EstimatedCountPaginator
+
+
+class AssignmentMoveForm(forms.Form):
+    """The move action's form: the topic the selected assignments' papers move to."""
+
+    topic = TopicTreeChoiceField(
+        label="Move to",
+        help_text=(
+            "Each paper is accepted in this topic and its selected assignment is rejected, "
+            "both as your decisions (re-tagging will not undo them)."
+        ),
+    )
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(SimpleHistoryAdmin):
+    """Assignments with filters and the review queue; adding one, changing its state and the
+    bulk actions are curator decisions made through the services."""
+
+    change_list_template = "admin/topics/assignment/change_list.html"
+    list_display = [
+        "paper_link",
+        "topic",
+        "source",
+        "state",
+        "score",
+        "decided_by",
+        "decided_at",
+    ]
+    list_filter = [
+        ReviewQueueFilter,
+        AssignmentTopicFilter,
+        "source",
+        "state",
+        ScoreRangeFilter,
+        DeciderFilter,
+    ]
+    list_select_related = ["paper", "topic", "decided_by"]
+    search_fields = ["=paper__arxiv_id", "paper__title", "topic__name"]
+    raw_id_fields = ["paper"]
+    autocomplete_fields = ["topic"]
+    actions = ["accept", "reject", "move_to_topic", "retag_papers"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    history_list_display = ["state", "decided_by"]
+
+    AUDIT_FIELDS = ["decided_by", "decided_at", "created_at", "updated_at"]
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            # A curator adds a paper to a topic; the service fills in the rest.
+            return ["paper", "topic"]
+        return ["paper", "topic", "source", "state", "score", "why", *self.AUDIT_FIELDS]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        return ["paper", "topic", "source", "score", "why", *self.AUDIT_FIELDS]
+
+    def formfield_for_choice_field(self, db_field, request, **kwargs):
+        if db_field.name == "state":
+            # A person accepts or rejects; "pending review" is the classifier's.
+            kwargs["choices"] = [
+                (value, label)
+                for value, label in Assignment.State.choices
+                if value != Assignment.State.PENDING
+            ]
+        return super().formfield_for_choice_field(db_field, request, **kwargs)
+
+    @admin.display(description="words that raised the classifier score")
+    def why(self, assignment):
+        try:
+            words = classifier_explain(paper=assignment.paper, topic=assignment.topic)
+        except ClassifierLoadError as error:
+            return f"Cannot explain: {error}"
+        if not words:
+            return "No classifier model for this topic (it is tagged by its rule)."
+        return ", ".join(f"{word} ({weight:+.2f})" for word, weight in words)
+
+    def get_ordering(self, request):
+        if request.GET.get(ReviewQueueFilter.parameter_name) == ReviewQueueFilter.VALUE:
+            return ["-score", "pk"]
+        return super().get_ordering(request)
+
+    @admin.display(description="paper", ordering="paper__submitted")
+    def paper_link(self, assignment):
+        paper = assignment.paper
+        return f"{paper.identifier}: {Truncator(paper.title).chars(70)}"
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            assignment_decide(assignment=obj, state=obj.state, user=request.user)
+            return
+        added = assignment_add(paper=obj.paper, topic=obj.topic, user=request.user)
+        obj.pk = added.pk
+        obj.refresh_from_db()
+
+    def _decide(self, request, queryset, state):
+        try:
+            count = assignments_bulk_decide(assignments=queryset, state=state, user=request.user)
+        except ValueError as error:
+            self.message_user(request, str(error), messages.ERROR)
+            return
+        self.message_user(
+            request, f"{count} assignment(s) marked {state} by you.", messages.SUCCESS
+        )
+
+    @admin.action(
+        description="Accept selected assignments (curator decision)", permissions=["change"]
+    )
+    def accept(self, request, queryset):
+        self._decide(request, queryset, Assignment.State.ACCEPTED)
+
+    @admin.action(
+        description="Reject selected assignments (curator decision)", permissions=["change"]
+    )
+    def reject(self, request, queryset):
+        self._decide(request, queryset, Assignment.State.REJECTED)
+
+    @admin.action(description="Move the selected papers to another topic…", permissions=["change"])
+    def move_to_topic(self, request, queryset):
+        form = AssignmentMoveForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            target = form.cleaned_data["topic"]
+            try:
+                result = assignments_move(assignments=queryset, topic=target, user=request.user)
+            except (ValueError, IntegrityError) as error:
+                form.add_error(None, str(error))
+            else:
+                self.message_user(
+                    request,
+                    f"Moved {result.moved} paper(s) to {target.name!r}"
+                    + (f"; {result.unchanged} were already there" if result.unchanged else "")
+                    + ".",
+                    messages.SUCCESS,
+                )
+                return None
+        assignments = queryset.select_related("paper", "topic")[: ACTION_ITEMS_SHOWN + 1]
+        return action_page(
+            self,
+            request,
+            items=[f"{a.paper.identifier} in {a.topic.name} ({a.state})" for a in assignments],
+            form=form,
+            title="Move papers to another topic",
+            action="move_to_topic",
+            intro=f"{queryset.count()} assignment(s) selected.",
+        )
+
+    @admin.action(description="Re-tag these papers (queue tagging tasks)", permissions=["change"])
+    def retag_papers(self, request, queryset):
+        paper_ids = queryset.order_by("paper_id").values_list("paper_id", flat=True).distinct()
+        result = papers_tag_enqueue(paper_ids=paper_ids.iterator())
+        self.message_user(
+            request,
+            f"Queued re-tagging of {result.papers} paper(s) in {result.chunks} task(s) on the "
+            "tag queue; their assignments update as the tasks finish.",
+            messages.SUCCESS,
+        )
