@@ -1,6 +1,6 @@
 """Admin for arXiv records: papers (with their versions and authors, read-only), categories,
 authors and affiliations. Knows nothing of topics (``papers`` is the bottom of the stack):
-``topics.admin`` extends :class:`PaperAdmin` with the topic filter and the assignments.
+``topics.admin.papers`` extends :class:`PaperAdmin` with the topic filter and the assignments.
 
 Built for tables of millions of papers: no page counts every row (see
 :class:`topicsite.paginators.EstimatedCountPaginator`), no filter lists values by scanning
