@@ -58,7 +58,7 @@ _FILLABLE = ("comments", "journal_ref", "doi", "report_no", "license", "submitte
 @dataclass(frozen=True)
 class VersionState:
     """One version of a paper: when it was submitted (aware datetime), its size in kb and its
-    source type (arXiv's one-letter code), each None or blank where the source did not say."""
+    source type as the source gave it, each None or blank where the source did not say."""
 
     submitted: dt.datetime | None
     size_kb: int | None
