@@ -77,7 +77,7 @@ def main() -> None:
     from topics.models import Topic
 
     if not args.no_setup:
-        from papers.services import category_sync
+        from papers.categories import category_sync
         from topics.services import reference_page_import
 
         call_command("migrate", verbosity=0)

@@ -91,7 +91,7 @@ class Dataset:
 
 
 def arxiv_dataset() -> Dataset:
-    from papers.sources import recorded_sources
+    from papers.sources.recorded import recorded_sources
     from papers.taxonomy import UnknownCategory, all_categories, canonical_category, get_category
     from topics.classifier import paper_text
     from topics.services import rule_query_from_name

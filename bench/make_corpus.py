@@ -129,7 +129,7 @@ def build(options) -> None:
     from django.db import connection
     from django.utils import timezone
 
-    from papers.backfill import _copy
+    from papers.ingest.postgres import rows_copy
     from papers.models import Authorship, Paper
     from topics.models import Assignment, Topic
 
@@ -237,7 +237,7 @@ def build(options) -> None:
                 )
                 for arxiv_id, source, submitted in pending
             ]
-            _copy(cursor, "papers_paper", paper_columns, rows)
+            rows_copy(cursor, "papers_paper", paper_columns, rows)
             cursor.execute(
                 "SELECT arxiv_id, id FROM papers_paper WHERE arxiv_id = ANY(%s)",
                 [[arxiv_id for arxiv_id, _, _ in pending]],
@@ -256,9 +256,11 @@ def build(options) -> None:
                     score = round(rng.uniform(0.5, 1.0), 3)
                     kind = Assignment.Source.RULE if score > 0.8 else Assignment.Source.CLASSIFIER
                     tagged.append((now, now, pk, topic, kind, Assignment.State.ACCEPTED, score))
-            _copy(cursor, "papers_paper_cross_lists", ("paper_id", "category_id"), cross)
-            _copy(cursor, "papers_authorship", ("paper_id", "author_id", "position"), authorships)
-            _copy(
+            rows_copy(cursor, "papers_paper_cross_lists", ("paper_id", "category_id"), cross)
+            rows_copy(
+                cursor, "papers_authorship", ("paper_id", "author_id", "position"), authorships
+            )
+            rows_copy(
                 cursor,
                 "topics_assignment",
                 (

@@ -29,8 +29,9 @@ from drills import common
 def prepare() -> dict:
     """Store the papers and topics, run tagging undisturbed in-process; return the expected
     state (``assignments``, ``history_rows``) and remove every assignment again."""
-    from papers.services import category_sync, harvest_run
-    from papers.sources import DEFAULT_RECORDED_DIR
+    from papers.categories import category_sync
+    from papers.harvest import harvest_run
+    from papers.sources.recorded import DEFAULT_RECORDED_DIR
     from topics.models import Assignment, Topic
     from topics.services import papers_tag, topic_create
 

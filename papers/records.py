@@ -2,7 +2,7 @@
 
 Parsers (``papers.parsers``) turn OAI-PMH ``arXivRaw`` / ``arXiv`` / ``oai_dc`` pages, Atom API
 feeds and Kaggle snapshot lines into :class:`ArxivRecord` objects; the ingestion service
-(``papers.services``) stores them. Nothing here knows about Django models, so parsers can be
+(``papers.ingest``) stores them. Nothing here knows about Django models, so parsers can be
 tested and reused alone.
 """
 

@@ -1,5 +1,5 @@
 """Harvest tasks (queue ``harvest``, routed by ``papers.tasks.*``). Thin: the work is in
-``papers.services.harvest_run`` and ``harvest_run_resume``.
+``papers.harvest.harvest_run`` and ``harvest_run_resume``.
 
 Both tasks are safe to run again: a task delivered a second time (its worker was killed;
 ``acks_late`` and ``reject_on_worker_lost`` put it back on the queue) or retried after a
@@ -13,9 +13,9 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
+from .harvest import HarvestLocked, HarvestSummary, harvest_run, harvest_run_resume
 from .models import HarvestRun
-from .services import HarvestLocked, HarvestSummary, harvest_run, harvest_run_resume
-from .sources import HarvestError
+from .sources.base import HarvestError
 
 logger = logging.getLogger(__name__)
 

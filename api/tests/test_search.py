@@ -70,8 +70,8 @@ def test_the_stored_vector_follows_every_write(api_client, world):
 
 
 def test_papers_stored_by_the_copy_backfill_are_searchable(api_client, db):
-    from papers.backfill import snapshot_import
-    from papers.services import category_sync
+    from papers.categories import category_sync
+    from papers.ingest.backfill import snapshot_import
     from papers.tests.conftest import SNAPSHOT_HEAD
 
     category_sync()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from papers.services import category_sync
+from papers.categories import category_sync
 from topics.models import Topic
 from topics.services import reference_page_import
 

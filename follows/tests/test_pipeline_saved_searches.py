@@ -10,10 +10,11 @@ import pytest
 
 from follows.models import SearchMatch
 from follows.services import follow_search_create
+from papers.categories import category_sync
+from papers.ingest import papers_upsert
 from papers.models import Paper
 from papers.parsers.atom import parse_atom_feed
-from papers.services import category_sync, papers_upsert
-from papers.sources import DEFAULT_RECORDED_DIR
+from papers.sources.recorded import DEFAULT_RECORDED_DIR
 from papers.tests.test_pipeline import live_worker  # noqa: F401  (the fixture)
 from topics.rules import compile_rule
 from topics.tests.factories import UserFactory

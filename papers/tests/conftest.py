@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from papers.harvest import harvest_run
 from papers.models import (
     Affiliation,
     Author,
@@ -15,8 +16,10 @@ from papers.models import (
     PaperAffiliation,
     PaperVersion,
 )
-from papers.services import harvest_run
-from papers.sources import DEFAULT_RECORDED_DIR
+from papers.sources.recorded import DEFAULT_RECORDED_DIR
+from papers.sources.transports import RequestLimiter, redis_client
+
+from .httpserver import LocalHttpServer
 
 RECORDED_DIR = DEFAULT_RECORDED_DIR
 TEST_DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -37,7 +40,7 @@ RECORDED_RECORDS = 1432
 @pytest.fixture
 def categories(db):
     """The arXiv taxonomy stored, as ``manage.py load_categories`` does."""
-    from papers.services import category_sync
+    from papers.categories import category_sync
 
     category_sync()
 
@@ -50,6 +53,23 @@ def load_recorded(db):
         return harvest_run(kind="recorded", params={"directory": str(RECORDED_DIR)})
 
     return load
+
+
+@pytest.fixture
+def quick_limiter(settings):
+    """The shared limiter on, with an interval small enough for tests; its key cleared."""
+    settings.ARXIV_REQUEST_INTERVAL_MS = 5
+    client = redis_client(settings.REDIS_URL)
+    client.delete(RequestLimiter.KEY)
+    yield
+    client.delete(RequestLimiter.KEY)
+
+
+@pytest.fixture
+def server():
+    """A local HTTP server; tests set its ``handler``."""
+    with LocalHttpServer() as server:
+        yield server
 
 
 def table_state() -> dict:

@@ -20,6 +20,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from lxml import etree
 
+from papers.sources.transports import HttpTransport
+
 OAI_NS = "http://www.openarchives.org/OAI/2.0/"
 ATOM_NS = "http://www.w3.org/2005/Atom"
 XML_HEADERS = {"Content-Type": "text/xml; charset=utf-8"}
@@ -205,3 +207,15 @@ def atom_without_entries(path: Path) -> bytes:
     for entry in root.findall(f"{{{ATOM_NS}}}entry"):
         root.remove(entry)
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+
+
+def page(path: Path) -> Reply:
+    """A 200 reply with the recorded file at ``path`` as its body."""
+    return Reply(body=path.read_bytes())
+
+
+def transport(**options) -> HttpTransport:
+    """An HTTP transport for the local server: no retries and no backoff unless given."""
+    options.setdefault("retries", 0)
+    options.setdefault("backoff_factor", 0)
+    return HttpTransport(**options)

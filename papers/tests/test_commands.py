@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from papers.models import Category, HarvestRun, Paper
-from papers.sources import RequestLimiter, _redis_client
+from papers.sources.transports import RequestLimiter, redis_client
 from papers.tasks import harvest
 
 from .conftest import (
@@ -44,7 +44,7 @@ def harvest_settings(settings):
     settings.ARXIV_REQUEST_INTERVAL_MS = 5
     settings.ARXIV_HTTP_RETRIES = 0
     settings.ARXIV_OAI_SETS = ["cs"]
-    client = _redis_client(settings.REDIS_URL)
+    client = redis_client(settings.REDIS_URL)
     client.delete(RequestLimiter.KEY)
     cache.delete("papers:harvest-lock:oai")
     yield

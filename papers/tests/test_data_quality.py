@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from papers.backfill import snapshot_import
+from papers.ingest import papers_upsert
+from papers.ingest.backfill import snapshot_import
 from papers.models import Author, Paper
 from papers.parsers import is_withdrawal_stub, says_withdrawn, split_author_line
 from papers.parsers.atom import parse_atom_feed
 from papers.parsers.oai import ARXIV_RAW_NS, parse_oai_page
 from papers.parsers.snapshot import iter_snapshot, parse_snapshot_line
 from papers.records import AuthorName
-from papers.services import papers_upsert
 from papers.text import unwrap
 
 DATA = Path(__file__).parent / "data"

@@ -27,9 +27,10 @@ from django.core.cache import cache
 from django.core.management import call_command
 from django.db import connections
 
+from papers.categories import category_sync
+from papers.harvest import harvest_run
 from papers.models import Category, HarvestRun, Paper
-from papers.services import category_sync, harvest_run
-from papers.sources import RequestLimiter, _redis_client
+from papers.sources.transports import RequestLimiter, redis_client
 from papers.tasks import harvest
 from topics.models import Assignment
 from topics.services import topic_create
@@ -37,7 +38,7 @@ from topicsite.celery import app
 
 from .conftest import RECORDED_DIR, RECORDED_DISTINCT_IDS, RECORDED_RECORDS, table_state
 from .httpserver import LocalHttpServer, Reply
-from .test_harvest_runs import PAGES, TOKENS, content_state, oai_list, page_ids, wipe
+from .test_harvest import PAGES, TOKENS, content_state, oai_list, page_ids, wipe
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.django_db(transaction=True)]
 
@@ -264,7 +265,7 @@ def broker(settings):
     saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
     app.conf.task_always_eager = False
     app.conf.broker_url = settings.REDIS_URL
-    client = _redis_client(settings.REDIS_URL)
+    client = redis_client(settings.REDIS_URL)
     app.control.purge()
     client.delete(RequestLimiter.KEY, *KOMBU_UNACKED_KEYS)
     cache.delete("papers:harvest-lock:oai")

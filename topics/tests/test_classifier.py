@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from papers.sources import recorded_sources
+from papers.sources.recorded import recorded_sources
 from papers.taxonomy import UnknownCategory, get_category
 from topics import classifier as classifier_module
 from topics.classifier import (

@@ -11,6 +11,7 @@ from celery.signals import task_prerun
 from django.core.management import CommandError, call_command
 from django.utils.text import slugify
 
+from papers.categories import category_sync
 from papers.models import (
     Affiliation,
     Author,
@@ -19,7 +20,6 @@ from papers.models import (
     Paper,
     PaperAffiliation,
 )
-from papers.services import category_sync
 from papers.tests.factories import PaperFactory
 from topics import services
 from topics.models import Assignment, Topic

@@ -23,7 +23,7 @@ from django.db import connection
 from django.db.models.signals import pre_delete
 from django.urls import reverse
 
-from papers.services import category_sync
+from papers.categories import category_sync
 from papers.tests.factories import CategoryFactory, PaperFactory
 from topics.models import Assignment, Topic
 from topics.services import assignment_add, assignment_decide, papers_tag, reference_page_import

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from papers.services import category_sync
+from papers.categories import category_sync
 from papers.tests.factories import PaperFactory
 from topics import caches, selectors
 from topics.models import Assignment, Topic

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from papers.categories import category_sync
 from papers.models import Category
-from papers.services import category_sync
 from papers.tests.factories import PaperFactory
 from topics.models import Assignment, Topic
 from topics.rules import compile_rule

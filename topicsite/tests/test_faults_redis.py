@@ -209,9 +209,10 @@ def test_a_saved_search_is_kept_when_its_task_cannot_be_queued(
 
 @pytest.mark.django_db(transaction=True)
 def test_stored_papers_stay_and_are_tagged_once_redis_is_back(own_redis, caplog, capsys):
+    from papers.categories import category_sync
+    from papers.ingest import papers_upsert
     from papers.parsers.snapshot import iter_snapshot
-    from papers.services import category_sync, papers_upsert
-    from papers.sources import DEFAULT_RECORDED_DIR
+    from papers.sources.recorded import DEFAULT_RECORDED_DIR
 
     category_sync()
     topic_create(name="Physics", slug="physics", rule_query="field OR quantum OR energy")

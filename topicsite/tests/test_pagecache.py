@@ -13,9 +13,9 @@ from django.http import HttpResponse
 from django.middleware.csrf import get_token
 from django.test import RequestFactory, override_settings
 
+from papers.ingest import papers_upsert
 from papers.models import Paper
 from papers.parsers.atom import parse_atom_feed
-from papers.services import papers_upsert
 from papers.tests.conftest import ATOM_DIR
 from topics.caches import topic_caches_invalidate_on_commit
 from topics.curation import topic_rename

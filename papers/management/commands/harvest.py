@@ -13,16 +13,11 @@ from celery.exceptions import Retry
 from celery.result import EagerResult
 from django.core.management.base import BaseCommand, CommandError
 
+from papers.harvest import HarvestLocked, harvest_run, harvest_run_resume
 from papers.models import HarvestRun
 from papers.records import ParseError
-from papers.services import HarvestLocked, harvest_run, harvest_run_resume
-from papers.sources import (
-    DEFAULT_RECORDED_DIR,
-    HarvestError,
-    ManifestError,
-    NotRecorded,
-    SourceError,
-)
+from papers.sources.base import HarvestError, SourceError
+from papers.sources.recorded import DEFAULT_RECORDED_DIR, ManifestError, NotRecorded
 from papers.tasks import harvest, harvest_resume
 
 # What a harvest can fail with that an operator should read as a message, not a traceback.

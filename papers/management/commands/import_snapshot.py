@@ -1,11 +1,11 @@
 """``manage.py import_snapshot FILE``: backfill from a Kaggle arXiv snapshot, with a progress bar.
 
-Runs :func:`papers.backfill.snapshot_import` in this process (a backfill is an operator's job,
-not a queued task). The bar (tqdm) counts bytes of the file, so it shows the rate and the time
-left whatever the number of lines; its label counts papers. Each rejected line is printed with
-its line number as soon as it is found; the import goes on, and the command exits non-zero at
-the end when any line was rejected. An import that stops part-way keeps every committed batch:
-run it again to finish (it is idempotent).
+Runs :func:`papers.ingest.backfill.snapshot_import` in this process (a backfill is an
+operator's job, not a queued task). The bar (tqdm) counts bytes of the file, so it shows the
+rate and the time left whatever the number of lines; its label counts papers. Each rejected
+line is printed with its line number as soon as it is found; the import goes on, and the
+command exits non-zero at the end when any line was rejected. An import that stops part-way
+keeps every committed batch: run it again to finish (it is idempotent).
 """
 
 import time
@@ -14,7 +14,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from papers.backfill import (
+from papers.ingest.backfill import (
     DEFAULT_BATCH_SIZE,
     SnapshotImportError,
     SnapshotImportSummary,

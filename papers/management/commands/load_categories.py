@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from papers.services import category_sync
+from papers.categories import category_sync
 
 
 class Command(BaseCommand):

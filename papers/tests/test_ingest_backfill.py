@@ -1,4 +1,4 @@
-"""papers.backfill and ``manage.py import_snapshot`` on the real snapshot head and arXivRaw page.
+"""snapshot_import and ``manage.py import_snapshot`` on the real snapshot head and arXivRaw page.
 
 The backfill writes with COPY and set-based SQL instead of the ORM; the point of most tests
 here is that the database ends up exactly as ``papers_upsert`` leaves it for the same records.
@@ -21,7 +21,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from papers.backfill import SnapshotImportError, snapshot_import
+from papers.ingest import papers_upsert
+from papers.ingest.backfill import SnapshotImportError, read_ahead, snapshot_import
 from papers.models import (
     Affiliation,
     Author,
@@ -34,7 +35,6 @@ from papers.models import (
 from papers.parsers.oai import parse_oai_page
 from papers.parsers.snapshot import iter_snapshot, snapshot_line
 from papers.records import Version
-from papers.services import papers_upsert
 from papers.signals import papers_stored
 
 from .conftest import ARXIV_RAW_PAGE, SNAPSHOT_HEAD
@@ -387,33 +387,6 @@ def test_batch_size_must_be_positive(categories):
         snapshot_import(path=SNAPSHOT_HEAD, batch_size=0)
 
 
-def test_a_paper_stored_by_another_worker_meanwhile_is_upserted(categories):
-    """The race the COPY path guards against: a paper absent when the batch read the table
-    and present when it writes. The batch's report then overwrites it, as papers_upsert's
-    ``ON CONFLICT`` does."""
-    from papers.backfill import _write_copy
-    from papers.services import _Plan, _prepare
-
-    with SNAPSHOT_HEAD.open("rb") as stream:
-        records = list(iter_snapshot(stream, source="s"))[:3]
-    papers_upsert(records=[dataclasses.replace(records[1], title="Stored meanwhile")])
-    author_parts: dict = {}
-    plans = [
-        _Plan(state=_prepare(record, source="s", author_parts=author_parts), old=None)
-        for record in records
-    ]
-
-    _write_copy(plans, author_parts)
-
-    assert Paper.objects.count() == 3
-    stored = Paper.objects.get(arxiv_id=records[1].arxiv_id)
-    assert stored.title == records[1].title and stored.pk == plans[1].pk
-    assert list(stored.authorships.order_by("position").values_list("author__name", flat=True)) == [
-        author.name for author in records[1].authors
-    ]
-    assert PaperVersion.objects.filter(paper=stored).count() == len(records[1].versions)
-
-
 # --- tagging follows in batches -------------------------------------------------------------
 
 
@@ -536,7 +509,6 @@ def test_version_dates_survive_the_snapshot_format(raw_records):
 
 
 def test_the_reader_thread_makes_one_batch_ahead_and_no_more():
-    from papers.backfill import _read_ahead
 
     made = []
 
@@ -546,7 +518,7 @@ def test_the_reader_thread_makes_one_batch_ahead_and_no_more():
             yield number
 
     taken = []
-    with _read_ahead(batches()) as items:
+    with read_ahead(batches()) as items:
         for item in items:
             # While this batch is written (a pause here lets the reader run as far as it
             # can) the next one may be made; never two.
@@ -557,14 +529,13 @@ def test_the_reader_thread_makes_one_batch_ahead_and_no_more():
 
 
 def test_the_reader_thread_hands_its_error_over_and_stops_when_left():
-    from papers.backfill import _read_ahead
 
     def failing():
         yield "first"
         raise OSError("disk gone")
 
     with pytest.raises(OSError, match="disk gone"):
-        with _read_ahead(failing()) as items:
+        with read_ahead(failing()) as items:
             assert next(items) == "first"
             next(items)
 
@@ -575,7 +546,7 @@ def test_the_reader_thread_hands_its_error_over_and_stops_when_left():
             made.append(len(made))
             yield made[-1]
 
-    with _read_ahead(endless()) as items:
+    with read_ahead(endless()) as items:
         assert next(items) == 0
     # Leaving the block stopped the thread at once: at most the batch under way was made.
     assert len(made) <= 2

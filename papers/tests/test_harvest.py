@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from papers.harvest import HarvestLocked, harvest_run, harvest_run_resume
 from papers.models import (
     Affiliation,
     Author,
@@ -35,8 +36,8 @@ from papers.models import (
 )
 from papers.parsers.oai import parse_oai_page
 from papers.records import ParseError
-from papers.services import HarvestLocked, harvest_run, harvest_run_resume
-from papers.sources import HarvestError, RequestLimiter, SourceError, _redis_client
+from papers.sources.base import HarvestError, SourceError
+from papers.sources.transports import RequestLimiter, redis_client
 from papers.tasks import harvest, harvest_resume
 
 from .conftest import ARXIV_RAW_PAGE, ATOM_DIR, RECORDED_DIR, TEST_DATA_DIR
@@ -63,7 +64,7 @@ def harvest_settings(settings):
     settings.ARXIV_HTTP_BACKOFF_SECONDS = 0
     settings.ARXIV_HTTP_TIMEOUT = 10
     settings.ARXIV_OAI_SETS = ["cs"]
-    client = _redis_client(settings.REDIS_URL)
+    client = redis_client(settings.REDIS_URL)
     client.delete(RequestLimiter.KEY)
     cache.delete_many(LOCK_KEYS)
     yield
@@ -518,7 +519,7 @@ def test_a_second_harvest_of_the_same_kind_is_refused_while_one_runs(server):
 def test_with_the_cache_not_answering_a_harvest_says_so_and_writes_nothing(server, settings):
     import socket
 
-    from papers.services import HarvestLockUnavailable
+    from papers.harvest import HarvestLockUnavailable
 
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))

@@ -1,0 +1,194 @@
+"""The arXiv API source: :class:`AtomApiSource`, ``/api/query`` by ``id_list`` or ``search_query``,
+paged with ``start``/``max_results`` (https://info.arxiv.org/help/api/user-manual.html)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from django.conf import settings
+
+from papers.identifiers import InvalidArxivId, parse_arxiv_id
+from papers.parsers.atom import parse_atom_feed
+from papers.records import ParseError
+
+from .base import Chunk, SourceError, Transport, identifiers_from, int_param
+
+__all__ = [
+    "AtomApiSource",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class AtomApiSource:
+    """The arXiv API (``/api/query``): papers by ``id_list`` or by ``search_query``, paged.
+
+    - ``id_list``: identifiers (any spelling arXiv accepts, versioned or not);
+    - ``search_query``: arXiv's query syntax (``cat:cs.CL AND ti:agent``);
+    - ``start``: 0-based offset of the first result; ``page_size``: results per request;
+    - ``max_results``: results wanted in total (``None``: as many as the query matches);
+    - ``sort_by`` / ``sort_order``: as the API takes them;
+    - ``empty_page_retries``: how often a page that comes back empty in the middle of a result
+      set is asked for again (default ``settings.ARXIV_API_EMPTY_PAGE_RETRIES``);
+    - ``report_missing``: report ids of ``id_list`` the API did not return.
+
+    :meth:`chunks` yields one :class:`Chunk` per response, with ``position``
+    ``{"start": next offset, "returned": [ids returned so far]}``, and stops when
+    ``max_results`` are read or the feed's ``totalResults`` is reached. A page with no entries
+    while ``start < totalResults`` (a known arXiv API behaviour) is asked for again; still
+    empty, it is skipped with a gap naming its range. The last chunk's ``gaps`` name each id
+    of ``id_list`` that was asked for and not returned. Error entries never become records:
+    they raise :class:`SourceError` (as does an HTTP 400 without one). Raises
+    :class:`ParseError` for an unparseable feed and :class:`HarvestError` from the transport.
+    """
+
+    kind = "atom"
+
+    def __init__(
+        self,
+        *,
+        transport: Transport,
+        base_url: str | None = None,
+        id_list: Iterable[str] | str = (),
+        search_query: str = "",
+        start: int = 0,
+        max_results: int | None = None,
+        page_size: int = 100,
+        sort_by: str = "relevance",
+        sort_order: str = "descending",
+        empty_page_retries: int | None = None,
+        report_missing: bool = True,
+    ):
+        self.id_list = identifiers_from(id_list)
+        self.search_query = search_query or ""
+        if not self.id_list and not self.search_query:
+            raise ValueError("the arXiv API needs an id_list or a search_query")
+        if start < 0 or page_size < 1 or (max_results is not None and max_results < 0):
+            raise ValueError("start must be >= 0, page_size >= 1 and max_results >= 0")
+        self.transport = transport
+        self.base_url = base_url or settings.ARXIV_API_BASE_URL
+        self.start = start
+        self.max_results = max_results
+        self.page_size = page_size
+        self.sort_by = sort_by
+        self.sort_order = sort_order
+        self.empty_page_retries = (
+            empty_page_retries
+            if empty_page_retries is not None
+            else settings.ARXIV_API_EMPTY_PAGE_RETRIES
+        )
+        self.report_missing = report_missing and bool(self.id_list)
+
+    @classmethod
+    def from_request(cls, params: Mapping[str, str], *, transport: Transport) -> AtomApiSource:
+        """The source that sends exactly the API request ``params`` (``id_list``,
+        ``search_query``, ``start``, ``max_results``, ``sortBy``, ``sortOrder``) and stops
+        after that one page. A replay of one recorded response: missing ids are not reported.
+        Raises ``ValueError`` naming the parameter for a ``start`` or ``max_results`` that is not
+        a whole number >= 0."""
+        size = int_param(params, "max_results", 10)
+        return cls(
+            transport=transport,
+            id_list=params.get("id_list", ""),
+            search_query=params.get("search_query", ""),
+            start=int_param(params, "start", 0),
+            max_results=size,
+            page_size=size,
+            sort_by=params.get("sortBy", "relevance"),
+            sort_order=params.get("sortOrder", "descending"),
+            report_missing=False,
+        )
+
+    def chunks(self, position: Mapping[str, Any] | None = None) -> Iterator[Chunk]:
+        """One chunk per API response, ``start`` advancing by the entries read, from the start
+        or from a chunk's ``position``."""
+        position = position or {}
+        start = int(position.get("start", self.start))
+        returned: set[str] = set(position.get("returned", ()))
+        read = start - self.start
+        empty_tries = 0
+        while self.max_results is None or read < self.max_results:
+            size = self.page_size
+            if self.max_results is not None:
+                size = min(size, self.max_results - read)
+            params = {
+                "search_query": self.search_query,
+                "id_list": ",".join(self.id_list),
+                "sortBy": self.sort_by,
+                "sortOrder": self.sort_order,
+                "start": str(start),
+                "max_results": str(size),
+            }
+            # The API answers a bad query with HTTP 400 and an error entry worth reading.
+            fetched = self.transport.get(self.base_url, params, ok_statuses=(200, 400))
+            page = parse_atom_feed(fetched.body, source=fetched.source)
+            if page.api_errors:
+                raise SourceError(
+                    "arXiv API error: " + "; ".join(page.api_errors), source=fetched.source
+                )
+            if fetched.status != 200:
+                raise SourceError(
+                    f"HTTP {fetched.status} without an error entry", source=fetched.source
+                )
+            entries = len(page.records) + len(page.errors)
+            total = page.total_results
+            chunk = Chunk(source=fetched.source, records=page.records, errors=page.errors)
+            if entries == 0 and total is not None and start < total:
+                if empty_tries < self.empty_page_retries:
+                    empty_tries += 1
+                    logger.warning(
+                        "%s: no entries at start=%d of %d results; asking again (%d of %d)",
+                        fetched.source,
+                        start,
+                        total,
+                        empty_tries,
+                        self.empty_page_retries,
+                    )
+                    continue
+                chunk.gaps = [
+                    ParseError(
+                        f"no entries at start={start} of {total} results after "
+                        f"{empty_tries + 1} requests; page skipped",
+                        source=fetched.source,
+                        record=f"results {start} to {start + size - 1}",
+                    )
+                ]
+                entries = size
+            empty_tries = 0
+            returned.update(record.arxiv_id for record in page.records)
+            read += entries
+            start += entries
+            done = (
+                entries == 0
+                or (total is not None and start >= total)
+                or (self.max_results is not None and read >= self.max_results)
+            )
+            if done:
+                chunk.gaps.extend(self._missing(returned, fetched.source))
+            else:
+                chunk.position = {"start": start}
+                if self.report_missing:
+                    chunk.position["returned"] = sorted(returned)
+            yield chunk
+            if done:
+                return
+
+    def _missing(self, returned: set[str], source: str) -> list[ParseError]:
+        """One error per id of ``id_list`` that no returned record carries."""
+        if not self.report_missing:
+            return []
+        missing = []
+        for asked in self.id_list:
+            try:
+                canonical, _ = parse_arxiv_id(asked)
+            except InvalidArxivId:
+                canonical = asked
+            if canonical not in returned:
+                missing.append(
+                    ParseError(
+                        "asked for but not returned by the arXiv API", source=source, record=asked
+                    )
+                )
+        return missing
