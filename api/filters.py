@@ -52,6 +52,7 @@ __all__ = [
     "TopicFilter",
     "full_text_match",
     "full_text_ranked",
+    "substring_query",
 ]
 
 SEARCH_CONFIG = "english"
@@ -69,7 +70,7 @@ def _search_query(q: str) -> SearchQuery:
 _WEBSEARCH_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 
 
-def _substring_query(q: str) -> Q:
+def substring_query(q: str) -> Q:
     """``q`` in PostgreSQL's websearch syntax as substring conditions on title or abstract, for
     databases without full-text search: every word or ``"phrase"`` must occur (``-term`` must
     not; ``a OR b`` either), case-insensitively. An empty ``q`` matches everything."""
@@ -126,9 +127,9 @@ def full_text_match(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
     """Papers of ``queryset`` whose title or abstract match ``q`` (websearch syntax: words,
     ``"phrases"``, ``-word``, ``OR``): on PostgreSQL through the stored ``search_vector`` and
     its GIN index (papers migration 0005); elsewhere (the embedded SQLite default) every word
-    or phrase as a case-insensitive substring of title or abstract (:func:`_substring_query`)."""
+    or phrase as a case-insensitive substring of title or abstract (:func:`substring_query`)."""
     if connection.vendor != "postgresql":
-        return queryset.filter(_substring_query(q))
+        return queryset.filter(substring_query(q))
     return queryset.filter(search_vector=_search_query(q))
 
 
