@@ -1,5 +1,8 @@
 """Project-wide pytest fixtures (PostgreSQL and Redis, topicsite.settings.test)."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 
@@ -17,6 +20,24 @@ def _clear_cache(request):
     cache.clear()
     yield
     cache.clear()
+
+
+# The reference topic page, as ``manage.py import_reference_page`` imports it.
+REFERENCE_PAGE = Path(__file__).resolve().parent / "topics" / "data" / "llm-agent-training.json"
+
+
+@pytest.fixture
+def reference_topic(db):
+    """The reference page imported as ``manage.py import_reference_page`` does: the topic
+    "LLM Agent Training" (slug ``llm-agent-training``, under "LLM: Large Language Model") and
+    its 30 papers. Used by the ask tests and the ask API's."""
+    from papers.categories import category_sync
+    from topics.models import Topic
+    from topics.services import reference_page_import
+
+    category_sync()
+    reference_page_import(data=json.loads(REFERENCE_PAGE.read_text("utf-8")))
+    return Topic.objects.get(slug="llm-agent-training")
 
 
 # --- browser tests (Playwright driving Debian's chromium) --------------------------------------

@@ -1,4 +1,5 @@
-"""Filters of the paper lists (``papers/``, ``topics/{slug}/papers/``, ``search/``, exports).
+"""Every FilterSet of the API: the paper lists' (``papers/``, ``topics/{slug}/papers/``,
+``search/``, exports), the topic list's and the assignments'.
 
 :class:`PaperFilter` (django-filter) takes, all optional:
 
@@ -16,7 +17,9 @@
   case-insensitive substring on SQLite).
 
 :class:`PaperOrderingFilter` takes ``ordering`` from :data:`ORDERING_FIELDS`. Every bad value
-is a 400 naming the parameter and what it allows.
+is a 400 naming the parameter and what it allows. :class:`SearchFilter` is the paper filters
+with ``q`` required; :class:`TopicFilter` and :class:`AssignmentFilter` filter ``topics/`` and
+``assignments/``.
 """
 
 from __future__ import annotations
@@ -33,18 +36,23 @@ from django.db.models.functions import Coalesce
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 
+from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category
-from topics.models import Assignment
+from topics.models import Assignment, Topic
 from topics.selectors import topic_by_slug
 
 __all__ = [
     "ORDERING_FIELDS",
+    "AssignmentFilter",
     "PaperFilter",
     "PaperOrderingFilter",
     "SEARCH_WINDOW",
+    "SearchFilter",
+    "TopicFilter",
     "full_text_match",
     "full_text_ranked",
+    "substring_query",
 ]
 
 SEARCH_CONFIG = "english"
@@ -62,7 +70,7 @@ def _search_query(q: str) -> SearchQuery:
 _WEBSEARCH_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 
 
-def _substring_query(q: str) -> Q:
+def substring_query(q: str) -> Q:
     """``q`` in PostgreSQL's websearch syntax as substring conditions on title or abstract, for
     databases without full-text search: every word or ``"phrase"`` must occur (``-term`` must
     not; ``a OR b`` either), case-insensitively. An empty ``q`` matches everything."""
@@ -119,9 +127,9 @@ def full_text_match(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
     """Papers of ``queryset`` whose title or abstract match ``q`` (websearch syntax: words,
     ``"phrases"``, ``-word``, ``OR``): on PostgreSQL through the stored ``search_vector`` and
     its GIN index (papers migration 0005); elsewhere (the embedded SQLite default) every word
-    or phrase as a case-insensitive substring of title or abstract (:func:`_substring_query`)."""
+    or phrase as a case-insensitive substring of title or abstract (:func:`substring_query`)."""
     if connection.vendor != "postgresql":
-        return queryset.filter(_substring_query(q))
+        return queryset.filter(substring_query(q))
     return queryset.filter(search_vector=_search_query(q))
 
 
@@ -385,3 +393,63 @@ class PaperOrderingFilter(OrderingFilter):
                 "schema": {"type": "string", "enum": list(ORDERING_FIELDS)},
             }
         ]
+
+
+class SearchFilter(PaperFilter):
+    """The paper filters, with ``q`` required."""
+
+    q = django_filters.CharFilter(
+        method="filter_q",
+        required=True,
+        max_length=300,
+        validators=[full_text_syntax_validate],
+        help_text=FULL_TEXT_HELP,
+    )
+
+
+class TopicFilter(django_filters.FilterSet):
+    """Topics by ``q`` (part of the name, case-insensitive) and ``parent`` (slug)."""
+
+    q = django_filters.CharFilter(
+        field_name="name", lookup_expr="icontains", max_length=200, help_text="Part of the name."
+    )
+    parent = django_filters.CharFilter(
+        field_name="parent__slug", max_length=200, help_text="Slug of the parent topic."
+    )
+
+    class Meta:
+        model = Topic
+        fields: list[str] = []
+
+
+class ArxivIdFormField(forms.CharField):
+    """An arXiv identifier in any common spelling, cleaned to its canonical form."""
+
+    def clean(self, value):
+        value = super().clean(value)
+        if not value:
+            return value
+        try:
+            return parse_arxiv_id(value)[0]
+        except InvalidArxivId as error:
+            raise forms.ValidationError(str(error)) from None
+
+
+class ArxivIdFilter(django_filters.CharFilter):
+    field_class = ArxivIdFormField
+
+
+class AssignmentFilter(django_filters.FilterSet):
+    """Filters of ``assignments/``: ``topic`` (slug, that topic only), ``paper`` (arXiv
+    identifier, any spelling), ``state`` and ``source``."""
+
+    topic = django_filters.ModelChoiceFilter(
+        queryset=Topic.objects.all(), to_field_name="slug", help_text="Topic slug."
+    )
+    paper = ArxivIdFilter(field_name="paper__arxiv_id", help_text="arXiv identifier.")
+    state = django_filters.ChoiceFilter(choices=Assignment.State.choices)
+    source = django_filters.ChoiceFilter(choices=Assignment.Source.choices)
+
+    class Meta:
+        model = Assignment
+        fields = ["topic", "paper", "state", "source"]

@@ -1,15 +1,75 @@
-"""/api/v1/: the read resources, the access-controlled ones and asking a topic."""
+"""/api/v1/ (named ``api:<name>``): the schema and docs, then every resource (papers, topics,
+categories, search, the user's follows, curators' assignments, the API tokens page, asking a
+topic), and a JSON 404 for any other address."""
 
-from django.urls import include, path, re_path
+from csp.constants import UNSAFE_INLINE
+from csp.decorators import csp_update
+from django.urls import path, re_path
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
+from rest_framework.routers import SimpleRouter
 
 from .errors import not_found
+from .views import ask, assignments, categories, follows, papers, search, tokens, topics
 
 app_name = "api"
 
+router = SimpleRouter(use_regex_path=False)
+router.register("me/follows", follows.MyFollowViewSet, basename="me-follow")
+router.register("assignments", assignments.AssignmentViewSet, basename="assignment")
+
 urlpatterns = [
-    path("", include("api.urls_read")),
-    path("", include("api.urls_access")),
-    path("topics/<slug:slug>/ask/", include("ask.api_urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    # The site's Content-Security-Policy allows no inline script: Swagger UI's set-up script is
+    # served as a file (the split view). Both pages carry an inline <style>, and Redoc injects
+    # its styles and starts its search worker from a blob: URL.
+    path(
+        "docs/",
+        csp_update({"style-src": [UNSAFE_INLINE]})(
+            SpectacularSwaggerSplitView.as_view(url_name="api:schema")
+        ),
+        name="docs",
+    ),
+    path(
+        "docs/redoc/",
+        csp_update({"style-src": [UNSAFE_INLINE], "worker-src": ["'self'", "blob:"]})(
+            SpectacularRedocView.as_view(url_name="api:schema")
+        ),
+        name="redoc",
+    ),
+    path("papers/", papers.PaperListView.as_view(), name="paper-list"),
+    # Old-style identifiers hold a slash (hep-th/9901001): <path:>, the export route first.
+    path("papers/<path:paper_id>/bibtex/", papers.PaperBibtexView.as_view(), name="paper-bibtex"),
+    path("papers/<path:paper_id>/", papers.PaperDetailView.as_view(), name="paper-detail"),
+    path("topics/", topics.TopicListView.as_view(), name="topic-list"),
+    path("topics/<slug:slug>/", topics.TopicDetailView.as_view(), name="topic-detail"),
+    path("topics/<slug:slug>/papers/", topics.TopicPapersView.as_view(), name="topic-papers"),
+    path("topics/<slug:slug>/trend/", topics.TopicTrendView.as_view(), name="topic-trend"),
+    path(
+        "topics/<slug:slug>/papers.bib",
+        topics.TopicBibtexExportView.as_view(),
+        name="topic-export-bibtex",
+    ),
+    path(
+        "topics/<slug:slug>/papers.csv",
+        topics.TopicCsvExportView.as_view(),
+        name="topic-export-csv",
+    ),
+    path(
+        "topics/<slug:slug>/papers.jsonl",
+        topics.TopicJsonlExportView.as_view(),
+        name="topic-export-jsonl",
+    ),
+    path("categories/", categories.CategoryListView.as_view(), name="category-list"),
+    path("categories/<str:code>/", categories.CategoryDetailView.as_view(), name="category-detail"),
+    path("search/", search.SearchView.as_view(), name="search"),
+    path("tokens/", tokens.token_list, name="tokens"),
+    path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token_revoke"),
+    *router.urls,
+    path("topics/<slug:slug>/ask/", ask.TopicAskView.as_view(), name="topic-ask"),
     # Last: any other address under /api/v1/ is a JSON 404 in the API's error shape.
     re_path(r"^(?P<unmatched>.*)$", not_found, name="not-found"),
 ]

@@ -1,5 +1,6 @@
 """Fixtures for the read API: a small fixed world (fixed ids, dates and names) for golden
-files, and helpers to compare responses with them.
+files, and helpers to compare responses with them; for the access side, a world of users with
+tokens in each role (:func:`access_world`) and a client sending a token.
 
 Golden files live in ``api/tests/golden/``. To regenerate them after an intended change::
 
@@ -17,8 +18,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
+from api.services import token_create, token_revoke
+from follows.services import follow_create
 from papers.models import Authorship, Category
 from papers.tests.factories import (
     AffiliationFactory,
@@ -28,7 +32,7 @@ from papers.tests.factories import (
     PaperFactory,
 )
 from topics.models import Assignment, TopicRedirect
-from topics.tests.factories import AssignmentFactory, TopicFactory
+from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 
@@ -210,3 +214,62 @@ def assert_error(response, status: int, *, code: str | None = None, param: str |
         assert param in error["details"], error
         assert error["details"][param]
     return error
+
+
+# --- the access side: tokens and roles ------------------------------------------------------
+
+
+def token_client(key: str | None = None, *, scheme: str = "Bearer") -> APIClient:
+    """A client sending ``Authorization: <scheme> <key>`` (no header without a key)."""
+    client = APIClient()
+    if key is not None:
+        client.credentials(HTTP_AUTHORIZATION=f"{scheme} {key}")
+    return client
+
+
+def curator_user(**kwargs):
+    """A new user in the Curators group."""
+    user = UserFactory(**kwargs)
+    user.groups.add(Group.objects.get(name="Curators"))
+    return user
+
+
+ROLES = ["anonymous", "owner", "other", "curator", "revoked", "bad"]
+
+
+@pytest.fixture
+def access_world(db):
+    """An owner with a token, a follow and a revoked token; another user and a curator, each
+    with a token; a topic, a paper and a machine-made assignment."""
+    owner, other, curator = UserFactory(), UserFactory(), curator_user()
+    topic = TopicFactory(slug="agents")
+    keys = {
+        "anonymous": None,
+        "owner": token_create(user=owner, name="owner").key,
+        "other": token_create(user=other, name="other").key,
+        "curator": token_create(user=curator, name="curator").key,
+        "bad": "x" * 43,
+    }
+    revoked = token_create(user=owner, name="revoked")
+    token_revoke(token=revoked.token)
+    keys["revoked"] = revoked.key
+    follow = follow_create(user=owner, topic=TopicFactory(slug="owned"))
+    assignment = AssignmentFactory(
+        topic=topic, source=Assignment.Source.CLASSIFIER, score=0.4, state="pending"
+    )
+    return {
+        "owner": owner,
+        "other": other,
+        "curator": curator,
+        "topic": topic,
+        "keys": keys,
+        "follow": follow,
+        "assignment": assignment,
+        "paper": PaperFactory(arxiv_id="2609.99999"),
+    }
+
+
+def expect(status, *, anonymous=401, revoked=401, bad=401, **others):
+    """The status each role in :data:`ROLES` gets: ``others`` by role name, and 401 for no,
+    revoked or bad credentials unless given."""
+    return {"anonymous": anonymous, "revoked": revoked, "bad": bad, **others}

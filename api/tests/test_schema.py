@@ -1,5 +1,6 @@
 """The OpenAPI schema validates (drf-spectacular's own validation, warnings failing) and
-describes every read endpoint and its errors; the docs pages are served."""
+describes every read endpoint and its errors, the bearer token and the access endpoints;
+the docs pages are served."""
 
 import pytest
 import yaml
@@ -75,3 +76,17 @@ def test_schema_and_docs_are_served(api_client):
 def test_the_address_people_guess_leads_to_the_documentation(client):
     response = client.get("/api/")
     assert response.status_code == 302 and response["Location"] == "/api/v1/docs/"
+
+
+def test_schema_describes_the_bearer_token_and_the_access_endpoints():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+
+    assert schema["components"]["securitySchemes"]["tokenAuth"]["scheme"] == "bearer"
+    follows = schema["paths"]["/api/v1/me/follows/"]
+    assert {"tokenAuth": []} in follows["post"]["security"]
+    assert {} not in follows["get"]["security"]
+    assert set(follows["post"]["responses"]) >= {"200", "201", "400", "401"}
+    decide = schema["paths"]["/api/v1/assignments/{id}/accept/"]["post"]
+    assert set(decide["responses"]) >= {"200", "401", "403", "404"}

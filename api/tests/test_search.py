@@ -182,7 +182,7 @@ def test_author_and_affiliation_substrings_can_use_trigram_indexes(world):
 def test_the_substring_fallback_reads_websearch_syntax(q, expected):
     """What search/ and papers/?q= do on the embedded SQLite default, run here on PostgreSQL
     through the same Q object."""
-    from api.filters import _substring_query
+    from api.filters import substring_query
     from papers.models import Paper
     from papers.tests.factories import PaperFactory
 
@@ -191,7 +191,7 @@ def test_the_substring_fallback_reads_websearch_syntax(q, expected):
         "tool": PaperFactory(title="Agents and tool use", abstract="How an agent calls tools."),
         "other": PaperFactory(title="Diphoton production", abstract="Cross sections."),
     }
-    found = set(Paper.objects.filter(_substring_query(q)).values_list("pk", flat=True))
+    found = set(Paper.objects.filter(substring_query(q)).values_list("pk", flat=True))
 
     assert found == {papers[name].pk for name in expected}
 

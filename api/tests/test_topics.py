@@ -1,5 +1,5 @@
-"""``topics/``, ``topics/{slug}/`` (momentum), ``topics/{slug}/papers/``, ``trend/`` and
-``categories/``; old slugs answer 301."""
+"""``topics/``, ``topics/{slug}/`` (momentum), ``topics/{slug}/papers/`` and ``trend/``; old
+slugs answer 301."""
 
 import datetime as dt
 
@@ -109,11 +109,3 @@ def test_trend_defaults_to_12_weeks_up_to_the_newest_paper(api_client, world):
 )
 def test_trend_bad_parameters_are_400s(api_client, world, query, param):
     assert_error(api_client.get(f"/api/v1/topics/llm/trend/?{query}"), 400, param=param)
-
-
-def test_categories_list_and_detail(api_client, world):
-    body = api_client.get("/api/v1/categories/").json()
-    assert [c["code"] for c in body["results"]] == ["cs.AI", "cs.CL", "cs.LG", "hep-th"]
-    detail = api_client.get("/api/v1/categories/hep-th/").json()
-    assert detail["name"] == "High Energy Physics - Theory"
-    assert_error(api_client.get("/api/v1/categories/xx.YY/"), 404)

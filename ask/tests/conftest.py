@@ -1,5 +1,7 @@
-"""Fixtures for asking: the reference topic imported for real, the question set, and a local
-fake OpenAI-compatible server over a real socket (the only outside service asking uses)."""
+"""Fixtures for asking: the question set, a local fake OpenAI-compatible server over a real
+socket (the only outside service asking uses), and waiting out a rate-limit window. The
+reference topic (``reference_topic``) is the project conftest's: the ask API's tests use it
+too."""
 
 import json
 import threading
@@ -9,21 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from papers.categories import category_sync
-from topics.models import Topic
-from topics.services import reference_page_import
+from ask.ratelimit import WINDOW_SECONDS
 
-REFERENCE_PAGE = Path(__file__).resolve().parents[2] / "topics" / "data" / "llm-agent-training.json"
+GRPO = "Which papers train agents with GRPO?"
 QUESTIONS = json.loads((Path(__file__).parent / "data" / "questions.json").read_text("utf-8"))
-
-
-@pytest.fixture
-def reference_topic(db) -> Topic:
-    """The reference page imported as ``manage.py import_reference_page`` does: the topic
-    "LLM Agent Training" (under "LLM: Large Language Model") and its 30 papers."""
-    category_sync()
-    reference_page_import(data=json.loads(REFERENCE_PAGE.read_text("utf-8")))
-    return Topic.objects.get(slug=QUESTIONS["topic"])
 
 
 @pytest.fixture
@@ -101,3 +92,11 @@ def chat_server(settings):
     server.shutdown()
     server.server_close()
     thread.join(10)
+
+
+def fresh_window():
+    """Wait out the last seconds of a rate-limit window, so a test's questions all fall in
+    one window (the counts are per calendar minute)."""
+    into = time.time() % WINDOW_SECONDS
+    if into > WINDOW_SECONDS - 5:
+        time.sleep(WINDOW_SECONDS - into + 0.1)

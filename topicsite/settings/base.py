@@ -418,7 +418,7 @@ LOGGING = {
 # django-csp sends the policy on every response; production.py adds HTTPS-only cookies and HSTS.
 # Every script and stylesheet of the site is a file under /static/ (no inline <script>, no
 # style="" attributes outside the digest emails, which no browser loads from us). The API docs
-# pages loosen it for themselves (api/urls_read.py, csp_update).
+# pages loosen it for themselves (api/urls.py, csp_update).
 INSTALLED_APPS.append("csp")
 MIDDLEWARE.insert(
     MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,

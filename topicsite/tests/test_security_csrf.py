@@ -10,8 +10,9 @@
 
 Throttles tested elsewhere: log-in failures per address and per email
 (``accounts/tests/test_rate_limit.py``), API reads per address and per token, writes per user,
-behind proxies (``api/tests/test_access_limits.py``), asking per user and per address, page
-and API (``ask/tests/test_views.py``). Added here: password-reset requests per email address.
+behind proxies (``api/tests/test_throttling.py``), asking per user and per address, page
+and API (``ask/tests/test_views.py``, ``api/tests/test_ask.py``). Added here: password-reset
+requests per email address.
 """
 
 import re

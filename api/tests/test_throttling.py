@@ -1,6 +1,5 @@
-"""Rate limits (anonymous reads per address, token reads per user, writes apart; 429 with
-Retry-After, counted in Redis) and CORS (any origin reads; writes with a token, never with
-cookies)."""
+"""Rate limits (api.throttling): anonymous reads per address, token reads per user, writes
+apart; 429 with Retry-After, counted in Redis; a malformed rate stops the start."""
 
 from __future__ import annotations
 
@@ -13,9 +12,9 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 from django.test import override_settings
-from rest_framework.test import APIClient
 
 from api.services import token_create
+from api.tests.conftest import token_client
 from follows.models import Follow
 from papers.tests.factories import CategoryFactory
 from topics.tests.factories import TopicFactory, UserFactory
@@ -41,13 +40,6 @@ def small_rates(**overrides):
     )
 
 
-def client_for(key: str | None = None, **extra) -> APIClient:
-    client = APIClient(**extra)
-    if key:
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
-
-
 def assert_throttled(response):
     assert response.status_code == 429, response.content
     wait = int(response["Retry-After"])
@@ -62,12 +54,9 @@ def _a_category(db):
     CategoryFactory(code="cs.CL")
 
 
-# --- throttles -------------------------------------------------------------------------------
-
-
 def test_anonymous_reads_are_limited_per_address_with_retry_after():
     with small_rates():
-        client = client_for()
+        client = token_client()
         assert [client.get(READ_URL).status_code for _ in range(2)] == [200, 200]
         response = client.get(READ_URL, HTTP_ORIGIN=ORIGIN)
 
@@ -84,8 +73,8 @@ def test_anonymous_reads_are_limited_per_address_with_retry_after():
 def test_the_count_is_kept_in_the_shared_redis_cache():
     assert settings.CACHES["default"]["BACKEND"].endswith("RedisCache")
     with small_rates():
-        client_for().get(READ_URL)
-        client_for().get(READ_URL)
+        token_client().get(READ_URL)
+        token_client().get(READ_URL)
 
     history = cache.get("throttle_anon_addr-127.0.0.1")
     assert isinstance(history, list) and len(history) == 2
@@ -93,7 +82,7 @@ def test_the_count_is_kept_in_the_shared_redis_cache():
 
 def test_behind_a_trusted_proxy_the_forwarded_address_counts():
     with small_rates(NUM_PROXIES=1):
-        client = client_for()
+        client = token_client()
         for _ in range(2):
             assert client.get(READ_URL, HTTP_X_FORWARDED_FOR="198.51.100.1").status_code == 200
         assert client.get(READ_URL, HTTP_X_FORWARDED_FOR="198.51.100.1").status_code == 429
@@ -108,13 +97,13 @@ def test_a_token_gets_its_own_higher_read_limit_per_user():
     with small_rates():
         # The address's anonymous budget is spent; the token reads on.
         for _ in range(2):
-            client_for().get(READ_URL)
-        assert client_for().get(READ_URL).status_code == 429
-        assert [client_for(key).get(READ_URL).status_code for _ in range(3)] == [200] * 3
+            token_client().get(READ_URL)
+        assert token_client().get(READ_URL).status_code == 429
+        assert [token_client(key).get(READ_URL).status_code for _ in range(3)] == [200] * 3
 
         # The limit is the user's, whichever of their tokens is sent.
-        assert_throttled(client_for(second_key_same_user).get(READ_URL))
-        assert client_for(other_key).get(READ_URL).status_code == 200
+        assert_throttled(token_client(second_key_same_user).get(READ_URL))
+        assert token_client(other_key).get(READ_URL).status_code == 200
 
 
 def test_writes_have_their_own_limit():
@@ -122,7 +111,7 @@ def test_writes_have_their_own_limit():
     key = token_create(user=user, name="t").key
     first, second = TopicFactory(slug="first"), TopicFactory(slug="second")
     with small_rates():
-        client = client_for(key)
+        client = token_client(key)
         for _ in range(3):
             assert client.get(FOLLOWS_URL).status_code == 200
         assert client.get(FOLLOWS_URL).status_code == 429
@@ -152,77 +141,3 @@ def test_a_malformed_rate_in_the_environment_stops_the_start():
 
     assert result.returncode != 0
     assert "API_THROTTLE_ANON='lots/min' is not a rate" in result.stderr
-
-
-# --- CORS ------------------------------------------------------------------------------------
-
-
-def test_preflight_for_a_read_allows_any_origin_without_credentials():
-    response = APIClient().options(
-        READ_URL, HTTP_ORIGIN=ORIGIN, HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET"
-    )
-
-    assert response.status_code == 200
-    assert response["Access-Control-Allow-Origin"] == "*"
-    methods = {m.strip() for m in response["Access-Control-Allow-Methods"].split(",")}
-    assert {"GET", "HEAD", "OPTIONS"} <= methods
-    assert "PUT" not in methods and "PATCH" not in methods
-    assert "Access-Control-Allow-Credentials" not in response
-
-
-def test_preflight_for_a_token_write_allows_the_authorization_header():
-    response = APIClient().options(
-        FOLLOWS_URL,
-        HTTP_ORIGIN=ORIGIN,
-        HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
-        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="authorization, content-type",
-    )
-
-    assert response.status_code == 200
-    allowed = {h.strip() for h in response["Access-Control-Allow-Headers"].split(",")}
-    assert {"authorization", "content-type"} <= allowed
-    assert {"POST", "DELETE"} <= {
-        m.strip() for m in response["Access-Control-Allow-Methods"].split(",")
-    }
-    assert "Access-Control-Allow-Credentials" not in response
-
-
-def test_cross_origin_read_and_token_write_carry_the_cors_headers():
-    read = APIClient().get(READ_URL, HTTP_ORIGIN=ORIGIN)
-
-    assert read.status_code == 200
-    assert read["Access-Control-Allow-Origin"] == "*"
-    exposed = {h.strip() for h in read["Access-Control-Expose-Headers"].split(",")}
-    assert {"ETag", "Last-Modified", "Retry-After"} <= exposed
-
-    key = token_create(user=UserFactory(), name="browser app").key
-    TopicFactory(slug="agents")
-    write = client_for(key).post(
-        FOLLOWS_URL, {"topic": "agents"}, format="json", HTTP_ORIGIN=ORIGIN
-    )
-    assert write.status_code == 201
-    assert write["Access-Control-Allow-Origin"] == "*"
-    assert "Access-Control-Allow-Credentials" not in write
-
-
-def test_cookies_from_another_origin_do_not_write():
-    """A page on another origin cannot use a signed-in visitor's session to write: the
-    browser would not expose the answer (no credentials allowed), and the write itself is
-    refused without the CSRF token."""
-    user = UserFactory()
-    TopicFactory(slug="agents")
-    client = APIClient(enforce_csrf_checks=True)
-    client.force_login(user)
-
-    response = client.post(FOLLOWS_URL, {"topic": "agents"}, format="json", HTTP_ORIGIN=ORIGIN)
-
-    assert response.status_code == 403
-    assert "Access-Control-Allow-Credentials" not in response
-    assert not Follow.objects.exists()
-
-
-def test_pages_outside_the_api_get_no_cors_headers(client):
-    response = client.get("/topics/", HTTP_ORIGIN=ORIGIN)
-
-    assert response.status_code == 200
-    assert "Access-Control-Allow-Origin" not in response

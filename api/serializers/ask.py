@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from ..forms import question_length_error
+from ask.forms import question_length_error
 
 
 class AskRequestSerializer(serializers.Serializer):

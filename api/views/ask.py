@@ -6,11 +6,11 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ask.answers import topic_answer
+from ask.ratelimit import AskRateLimited, ask_rate_limit
 from topics.selectors import topic_by_slug
 
-from ..answers import topic_answer
-from ..ratelimit import AskRateLimited, ask_rate_limit
-from .serializers import AskAnswerSerializer, AskRequestSerializer
+from ..serializers.ask import AskAnswerSerializer, AskRequestSerializer
 
 
 class TopicAskView(APIView):

@@ -1,0 +1,188 @@
+"""Serializers of ``topics/``: a topic in a list, a topic's detail (ancestors, children,
+paper count, momentum) and its weekly trend (query and answer)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field, inline_serializer
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+
+from topics.models import Topic
+from topics.momentum import momentum_sentence
+
+from .base import SelectableFieldsMixin, TopicRefSerializer
+
+
+class TopicLinksSerializer(serializers.Serializer):
+    html = serializers.URLField()
+    api = serializers.URLField()
+    papers = serializers.URLField()
+    trend = serializers.URLField()
+    bibtex = serializers.URLField()
+    csv = serializers.URLField()
+    jsonl = serializers.URLField()
+
+
+def _topic_links(request, topic: Topic) -> dict:
+    def url(name):
+        return request.build_absolute_uri(reverse(name, kwargs={"slug": topic.slug}))
+
+    return {
+        "html": request.build_absolute_uri(topic.get_absolute_url()),
+        "api": url("api:topic-detail"),
+        "papers": url("api:topic-papers"),
+        "trend": url("api:topic-trend"),
+        "bibtex": url("api:topic-export-bibtex"),
+        "csv": url("api:topic-export-csv"),
+        "jsonl": url("api:topic-export-jsonl"),
+    }
+
+
+class TopicSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
+    """A topic in a list: slug, name, short name, display name (``"LLM: Large Language
+    Model"``), description, ``parent`` (slug or null) and ``links``."""
+
+    display_name = serializers.CharField(read_only=True)
+    parent = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    links = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Topic
+        fields = ["slug", "name", "short_name", "display_name", "description", "parent", "links"]
+        read_only_fields = fields
+
+    @extend_schema_field(TopicLinksSerializer)
+    def get_links(self, topic: Topic) -> dict:
+        return _topic_links(self.context["request"], topic)
+
+
+class MomentumWeekSerializer(serializers.Serializer):
+    week_start = serializers.DateField(help_text="A Monday.")
+    count = serializers.IntegerField(help_text="The topic's papers submitted that week.")
+
+
+class MomentumSerializer(serializers.Serializer):
+    """``topics.momentum.Momentum`` with its sentence."""
+
+    as_of = serializers.DateField()
+    recent = serializers.IntegerField(help_text="Papers in the last four weeks.")
+    before = serializers.IntegerField(help_text="Papers in the four weeks before.")
+    change_pct = serializers.IntegerField(
+        allow_null=True, help_text="Whole percent change; null when before is 0."
+    )
+    share = serializers.FloatField(help_text="recent / all papers of the last four weeks.")
+    sentence = serializers.CharField(help_text="The momentum as the topic page words it.")
+    weeks = MomentumWeekSerializer(many=True)
+
+
+class TopicDetailSerializer(TopicSerializer):
+    """A topic with ``parent`` and ``ancestors`` (root first) and ``children`` as
+    ``{"slug", "name"}``, ``paper_count`` (distinct papers, descendants included) and
+    ``momentum``. The view passes ``ancestors``, ``children``, ``paper_count`` and
+    ``momentum`` in the context."""
+
+    parent = serializers.SerializerMethodField()
+    ancestors = serializers.SerializerMethodField()
+    children = serializers.SerializerMethodField()
+    paper_count = serializers.SerializerMethodField()
+    momentum = serializers.SerializerMethodField()
+
+    class Meta(TopicSerializer.Meta):
+        fields = [
+            "slug",
+            "name",
+            "short_name",
+            "display_name",
+            "description",
+            "parent",
+            "ancestors",
+            "children",
+            "paper_count",
+            "momentum",
+            "links",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(TopicRefSerializer(allow_null=True))
+    def get_parent(self, topic: Topic) -> dict | None:
+        ancestors = self.context["ancestors"]
+        return TopicRefSerializer(ancestors[-1]).data if ancestors else None
+
+    @extend_schema_field(TopicRefSerializer(many=True))
+    def get_ancestors(self, topic: Topic) -> list[dict]:
+        return TopicRefSerializer(self.context["ancestors"], many=True).data
+
+    @extend_schema_field(TopicRefSerializer(many=True))
+    def get_children(self, topic: Topic) -> list[dict]:
+        return TopicRefSerializer(self.context["children"], many=True).data
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_paper_count(self, topic: Topic) -> int:
+        return self.context["paper_count"]
+
+    @extend_schema_field(MomentumSerializer)
+    def get_momentum(self, topic: Topic) -> dict:
+        m = self.context["momentum"]
+        return MomentumSerializer(
+            {
+                "as_of": m.as_of,
+                "recent": m.recent,
+                "before": m.before,
+                "change_pct": m.change_pct,
+                "share": m.share,
+                "sentence": momentum_sentence(m),
+                "weeks": [{"week_start": w.week_start, "count": w.count} for w in m.weeks],
+            }
+        ).data
+
+
+class TrendQuerySerializer(serializers.Serializer):
+    """Query parameters of ``topics/{slug}/trend/``."""
+
+    MAX_WEEKS = 260
+
+    as_of = serializers.DateField(
+        required=False,
+        input_formats=["%Y-%m-%d"],
+        help_text="Last day counted, YYYY-MM-DD (default: the newest submitted date).",
+    )
+    weeks = serializers.IntegerField(
+        required=False,
+        default=12,
+        min_value=1,
+        max_value=MAX_WEEKS,
+        help_text=f"Number of weeks, 1 to {MAX_WEEKS} (default 12).",
+    )
+
+    def validate(self, attrs):
+        as_of = attrs.get("as_of")
+        if as_of is not None:
+            # The first week's Monday must be a date Python can hold (year 1 or later).
+            try:
+                as_of - dt.timedelta(days=as_of.weekday(), weeks=attrs["weeks"] - 1)
+            except OverflowError:
+                raise ValidationError(
+                    {"as_of": [f"Too early for {attrs['weeks']} weeks before it."]}
+                ) from None
+        return attrs
+
+
+class TrendWeekSerializer(serializers.Serializer):
+    week_start = serializers.DateField(help_text="A Monday.")
+    count = serializers.IntegerField(help_text="The topic's papers submitted that week.")
+    total = serializers.IntegerField(help_text="All papers submitted that week.")
+    share = serializers.FloatField(help_text="count / total (0 when total is 0).")
+
+
+TrendSerializer = inline_serializer(
+    name="Trend",
+    fields={
+        "topic": TopicRefSerializer(),
+        "as_of": serializers.DateField(),
+        "weeks": TrendWeekSerializer(many=True),
+    },
+)

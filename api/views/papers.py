@@ -1,0 +1,102 @@
+"""``papers/``: the paper list (filtered, cursor-paginated), one paper, and one paper as
+BibTeX. Thin views over ``api.selectors``."""
+
+from __future__ import annotations
+
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import generics
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+
+from .. import exports
+from ..filters import PaperFilter, PaperOrderingFilter
+from ..pagination import PaperCursorPagination
+from ..selectors import (
+    PaperNotFound,
+    paper_by_api_id,
+    paper_row,
+    paper_rows,
+    rows_last_modified,
+    rows_of,
+)
+from ..serializers.papers import PaperSerializer
+from .base import FIELDS_PARAMETER, ReadView, StreamAnyAccept, export_filename, streamed_response
+
+PAPER_ID_PARAMETER = OpenApiParameter(
+    "paper_id",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    description="arXiv identifier, with or without version (2401.01234, 2401.01234v2, "
+    "hep-th/9901001v1), or local:<n> for a paper not on arXiv.",
+)
+
+
+class PaperListBase(ReadView, generics.ListAPIView):
+    serializer_class = PaperSerializer
+    filter_backends = [DjangoFilterBackend, PaperOrderingFilter]
+    filterset_class = PaperFilter
+    pagination_class = PaperCursorPagination
+
+    def list(self, request, *args, **kwargs):
+        # get_queryset gives paper rows (api.selectors.paper_rows): one query for the page on
+        # PostgreSQL.
+        page = rows_of(self.paginate_queryset(self.filter_queryset(self.get_queryset())))
+        self.last_modified = rows_last_modified(page)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="List papers",
+        description="Papers, newest submitted first, filtered and cursor-paginated: follow "
+        "`next` until it is null. Stable while new papers arrive.",
+        parameters=[FIELDS_PARAMETER],
+    )
+)
+class PaperListView(PaperListBase):
+    def get_queryset(self):
+        return paper_rows()
+
+
+@extend_schema(
+    summary="A paper",
+    parameters=[PAPER_ID_PARAMETER, FIELDS_PARAMETER],
+    responses={200: PaperSerializer},
+)
+class PaperDetailView(ReadView):
+    """One paper by its arXiv identifier (any version: 2401.01234v2 resolves to the paper;
+    old-style ids like hep-th/9901001 too), or ``local:<n>`` for a paper from outside arXiv.
+    Answers 304 to a matching If-None-Match."""
+
+    serializer_class = PaperSerializer
+
+    def get(self, request, paper_id):
+        try:
+            paper = paper_by_api_id(paper_id)
+        except PaperNotFound as error:
+            raise NotFound(str(error)) from None
+        row = paper_row(paper)
+        self.last_modified = row["last_modified"]
+        return Response(self.get_serializer(row).data)
+
+
+@extend_schema(
+    summary="A paper as BibTeX",
+    parameters=[PAPER_ID_PARAMETER],
+    responses={(200, "application/x-bibtex"): OpenApiTypes.STR},
+)
+class PaperBibtexView(generics.GenericAPIView):
+    content_negotiation_class = StreamAnyAccept
+
+    def get(self, request, paper_id):
+        try:
+            paper = paper_by_api_id(paper_id)
+        except PaperNotFound as error:
+            raise NotFound(str(error)) from None
+        return streamed_response(
+            exports.bibtex_lines([paper]),
+            content_type=exports.BIBTEX_CONTENT_TYPE,
+            filename=export_filename(paper.arxiv_id or f"local-{paper.pk}") + ".bib",
+        )

@@ -1,0 +1,237 @@
+"""``topics/``: the topic list, a topic (with momentum), its papers, its weekly trend and
+its papers exported (BibTeX, CSV, JSON lines). Thin views over ``api.selectors``,
+``topics.selectors`` and ``topics.momentum``; an old slug of a renamed topic answers 301."""
+
+from __future__ import annotations
+
+from django.db.models.functions import Lower
+from django.http import HttpResponsePermanentRedirect
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import generics
+from rest_framework.response import Response
+
+from papers.models import Paper
+from topics import selectors as topic_selectors
+from topics.models import Topic
+from topics.momentum import topic_momentum
+from topics.views import active_topic_or_redirect
+
+from .. import exports
+from ..filters import PaperFilter, PaperOrderingFilter, TopicFilter
+from ..pagination import PageNumberPagination
+from ..selectors import paper_rows, papers_for_api, topic_trend
+from ..serializers.base import TopicRefSerializer
+from ..serializers.papers import PaperSerializer
+from ..serializers.topics import (
+    TopicDetailSerializer,
+    TopicSerializer,
+    TrendQuerySerializer,
+    TrendSerializer,
+)
+from .base import (
+    FIELDS_PARAMETER,
+    ReadView,
+    StreamAnyAccept,
+    export_filename,
+    streamed_response,
+)
+from .papers import PaperListBase
+
+SLUG_PARAMETER = OpenApiParameter(
+    "slug",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    description="Topic slug. An old slug of a renamed topic answers 301 to the new address.",
+)
+MOVED = OpenApiResponse(description="Old slug of a renamed topic: Location has the new URL.")
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="List topics",
+        description="Active topics by name.",
+        parameters=[FIELDS_PARAMETER],
+    )
+)
+class TopicListView(ReadView, generics.ListAPIView):
+    serializer_class = TopicSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = TopicFilter
+    pagination_class = PageNumberPagination
+
+    def get_queryset(self):
+        # Case-insensitive, whatever the database collation does with case.
+        return Topic.objects.active().select_related("parent").order_by(Lower("name"), "id")
+
+
+class TopicMixin:
+    """Resolves ``slug`` to the active topic, or a 301 for an old slug (``url_name``)."""
+
+    url_name = ""
+
+    def topic_or_redirect(self, request, slug):
+        return active_topic_or_redirect(request, slug, self.url_name)
+
+
+@extend_schema(
+    summary="A topic",
+    description="The topic with its parent, ancestors, children, paper count (descendants "
+    "included) and momentum (DESIGN.md: last four weeks against the four before, 12 weeks).",
+    parameters=[SLUG_PARAMETER, FIELDS_PARAMETER],
+    responses={200: TopicDetailSerializer, 301: MOVED},
+)
+class TopicDetailView(TopicMixin, ReadView):
+    serializer_class = TopicDetailSerializer
+    url_name = "api:topic-detail"
+
+    def get(self, request, slug):
+        topic = self.topic_or_redirect(request, slug)
+        if isinstance(topic, HttpResponsePermanentRedirect):
+            return topic
+        context = {
+            **self.get_serializer_context(),
+            "ancestors": topic_selectors.topic_ancestors(topic=topic),
+            "children": list(topic.children.active().order_by("name", "id")),
+            "paper_count": topic_selectors.topic_papers(topic=topic).count(),
+            "momentum": topic_momentum(topic=topic),
+        }
+        return Response(TopicDetailSerializer(topic, context=context).data)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="A topic's papers",
+        description="Papers of the topic and its descendants (accepted assignments), with the "
+        "same filters, ordering and cursor pagination as /papers/.",
+        parameters=[SLUG_PARAMETER, FIELDS_PARAMETER],
+        responses={200: PaperSerializer(many=True), 301: MOVED},
+    )
+)
+class TopicPapersView(TopicMixin, PaperListBase):
+    url_name = "api:topic-papers"
+
+    def get(self, request, slug):
+        topic = self.topic_or_redirect(request, slug)
+        if isinstance(topic, HttpResponsePermanentRedirect):
+            return topic
+        self.topic = topic
+        return super().get(request)
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no topic
+            return Paper.objects.none()
+        paper_ids = topic_selectors.topic_papers(topic=self.topic).order_by().values("id")
+        return paper_rows().filter(id__in=paper_ids)
+
+
+@extend_schema(
+    summary="A topic's weekly trend",
+    description="Weekly counts of the topic's papers (descendants included) and their share "
+    "of all papers submitted that week, oldest first; weeks start on Monday and the last one "
+    "holds as_of.",
+    parameters=[SLUG_PARAMETER, TrendQuerySerializer],
+    responses={200: TrendSerializer, 301: MOVED},
+)
+class TopicTrendView(TopicMixin, ReadView):
+    url_name = "api:topic-trend"
+
+    def get(self, request, slug):
+        topic = self.topic_or_redirect(request, slug)
+        if isinstance(topic, HttpResponsePermanentRedirect):
+            return topic
+        query = TrendQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        as_of, weeks = topic_trend(
+            topic=topic,
+            weeks=query.validated_data["weeks"],
+            as_of=query.validated_data.get("as_of"),
+        )
+        data = {
+            "topic": TopicRefSerializer(topic).data,
+            "as_of": as_of.isoformat(),
+            "weeks": [
+                {
+                    "week_start": w.week_start.isoformat(),
+                    "count": w.count,
+                    "total": w.total,
+                    "share": w.share,
+                }
+                for w in weeks
+            ],
+        }
+        return Response(data)
+
+
+class TopicExportView(TopicMixin, generics.GenericAPIView):
+    """A topic's papers (descendants included) streamed in one format, filtered like /papers/,
+    newest first unless ``ordering`` says otherwise."""
+
+    content_negotiation_class = StreamAnyAccept
+    filter_backends = [DjangoFilterBackend, PaperOrderingFilter]
+    filterset_class = PaperFilter
+    pagination_class = None
+    export_format = ""
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no topic
+            return Paper.objects.none()
+        paper_ids = topic_selectors.topic_papers(topic=self.topic).order_by().values("id")
+        return papers_for_api().filter(id__in=paper_ids)
+
+    def get(self, request, slug):
+        topic = self.topic_or_redirect(request, slug)
+        if isinstance(topic, HttpResponsePermanentRedirect):
+            return topic
+        self.topic = topic
+        papers = self.filter_queryset(self.get_queryset()).iterator(chunk_size=exports.EXPORT_CHUNK)
+        name = export_filename(topic.slug)
+        if self.export_format == "bibtex":
+            return streamed_response(
+                exports.bibtex_lines(papers),
+                content_type=exports.BIBTEX_CONTENT_TYPE,
+                filename=f"{name}.bib",
+            )
+        if self.export_format == "csv":
+            return streamed_response(
+                exports.csv_lines(papers),
+                content_type=exports.CSV_CONTENT_TYPE,
+                filename=f"{name}.csv",
+            )
+        context = {**self.get_serializer_context(), "select_fields": False}
+        return streamed_response(
+            exports.jsonl_lines(papers, serializer_class=PaperSerializer, context=context),
+            content_type=exports.JSONL_CONTENT_TYPE,
+            filename=f"{name}.jsonl",
+        )
+
+
+def _export_view(export_format: str, media_type: str, summary: str):
+    view = type(
+        f"Topic{export_format.title()}ExportView",
+        (TopicExportView,),
+        {"export_format": export_format, "url_name": f"api:topic-export-{export_format}"},
+    )
+    return extend_schema_view(
+        get=extend_schema(
+            summary=summary,
+            operation_id=f"topics_export_{export_format}",
+            parameters=[SLUG_PARAMETER],
+            responses={(200, media_type): OpenApiTypes.STR, 301: MOVED},
+        )
+    )(view)
+
+
+TopicBibtexExportView = _export_view(
+    "bibtex", "application/x-bibtex", "A topic's papers as BibTeX (streamed)"
+)
+TopicCsvExportView = _export_view("csv", "text/csv", "A topic's papers as CSV (streamed)")
+TopicJsonlExportView = _export_view(
+    "jsonl", "application/jsonl", "A topic's papers as JSON lines (streamed)"
+)
