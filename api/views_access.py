@@ -1,7 +1,7 @@
 """The access-controlled API resources (the user's follows, curators' assignments) and the HTML
 page where a user creates and revokes API tokens.
 
-Thin views: every write goes through a service (``follows.services``, ``topics.services``,
+Thin views: every write goes through a service (``follows.services``, ``topics.assignments``,
 ``api.services``), the same ones the site's pages and the admin call.
 """
 
@@ -24,8 +24,8 @@ from rest_framework.response import Response
 from follows import services as follow_services
 from follows.models import Follow
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
+from topics.assignments import assignment_add, assignment_decide
 from topics.models import Assignment, Topic
-from topics.services import assignment_add, assignment_decide
 
 from .forms import TokenCreateForm
 from .models import ApiToken

@@ -32,7 +32,8 @@ def prepare() -> dict:
     from papers.services import category_sync, harvest_run
     from papers.sources import DEFAULT_RECORDED_DIR
     from topics.models import Assignment, Topic
-    from topics.services import papers_tag, topic_create
+    from topics.services import topic_create
+    from topics.tagging.engine import papers_tag
 
     category_sync()
     # Eager here: no topic exists yet, so the harvest's own tagging writes nothing.
@@ -78,7 +79,7 @@ def assignment_state() -> list[tuple]:
 def run(*, log_dir: Path = common.LOG_DIR) -> tuple[bool, dict]:
     """The drill on the current database; returns (passed, figures)."""
     from topics.models import Assignment, Topic
-    from topics.services import TAG_BATCH_SIZE
+    from topics.tagging.engine import TAG_BATCH_SIZE
     from topics.tasks import tag_papers
 
     started = time.monotonic()

@@ -32,25 +32,25 @@ from papers.admin.papers import EstimatedCountPaginator
 from papers.admin.papers import PaperAdmin as PaperRecordAdmin
 from papers.models import Paper
 
-from .classifier import ClassifierLoadError, classifier_explain
-from .curation import (
+from .assignments import (
+    assignment_add,
+    assignment_decide,
     assignments_bulk_decide,
     assignments_move,
-    rule_preview,
+)
+from .models import Assignment, ClassifierModel, Topic
+from .services import (
+    topic_create,
     topic_history_record,
     topic_merge,
+    topic_move,
     topic_rename,
     topic_slug_validate,
 )
-from .models import Assignment, ClassifierModel, Topic
-from .rules import RuleSyntaxError, compile_rule
-from .services import (
-    assignment_add,
-    assignment_decide,
-    papers_tag_enqueue,
-    topic_create,
-    topic_move,
-)
+from .tagging.classifier import ClassifierLoadError, classifier_explain
+from .tagging.engine import papers_tag_enqueue
+from .tagging.preview import rule_preview
+from .tagging.rules import RuleSyntaxError, compile_rule
 from .tasks import retrain_classifier
 
 # Every column of a topic but its key, its path and its creation time.
