@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from papers.services import category_sync
+from topics.importers.reference import reference_page_import
 from topics.models import Topic
-from topics.services import reference_page_import
 
 REFERENCE_PAGE = Path(__file__).resolve().parents[2] / "topics" / "data" / "llm-agent-training.json"
 QUESTIONS = json.loads((Path(__file__).parent / "data" / "questions.json").read_text("utf-8"))

@@ -13,7 +13,8 @@ from django.urls import reverse
 
 from papers.tests.factories import CategoryFactory, PaperFactory
 from topics.models import Assignment, ClassifierModel, Topic, TopicRedirect
-from topics.services import classifier_train, topic_create
+from topics.services import topic_create
+from topics.tagging.training import classifier_train
 from topics.tests.factories import AssignmentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -723,7 +724,7 @@ def test_an_assignment_page_shows_the_words_that_raised_its_score(
     settings.TOPICS_CLASSIFIER_MIN_POSITIVES = 5
     # Each process keeps the last loaded version by number, and every test's v1 is another
     # model (the database rolls back between tests): forget any loaded one.
-    monkeypatch.setattr("topics.classifier._loaded", None)
+    monkeypatch.setattr("topics.tagging.classifier._loaded", None)
     assignment = Assignment.objects.filter(topic=labelled["planning"]).first()
     url = reverse("admin:topics_assignment_change", args=[assignment.pk])
     assert "No classifier model for this topic" in curator_client.get(url).content.decode()
