@@ -32,8 +32,8 @@ def reference_topic(db):
     "LLM Agent Training" (slug ``llm-agent-training``, under "LLM: Large Language Model") and
     its 30 papers. Used by the ask tests and the ask API's."""
     from papers.categories import category_sync
+    from topics.importers.reference import reference_page_import
     from topics.models import Topic
-    from topics.services import reference_page_import
 
     category_sync()
     reference_page_import(data=json.loads(REFERENCE_PAGE.read_text("utf-8")))

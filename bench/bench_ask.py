@@ -78,7 +78,7 @@ def main() -> None:
 
     if not args.no_setup:
         from papers.categories import category_sync
-        from topics.services import reference_page_import
+        from topics.importers.reference import reference_page_import
 
         call_command("migrate", verbosity=0)
         category_sync()

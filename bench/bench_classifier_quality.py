@@ -11,7 +11,7 @@ Two data sets, both shipped in the repository, no database needed:
 1. **arXiv records** (``papers/recorded/``: the 1,317 real papers the demo harvests), each
    labelled with the arXiv archives of its categories (primary and cross-lists, legacy codes
    mapped to their successors): one topic per archive. The rules are what
-   ``topics.services.rule_query_from_name`` builds from the archive's name and its
+   ``topics.importers.names.rule_query_from_name`` builds from the archive's name and its
    categories' names (as the importers build a topic's starting rule), *not* the category
    rules, which would be the labels themselves.
 2. **The reference page** (``topics/data/llm-agent-training.json``): its 30 papers and their
@@ -22,7 +22,7 @@ Two data sets, both shipped in the repository, no database needed:
    so they fall back to their rules; the figures say so.
 
 Both are cross-validated: ``--folds`` folds over the papers (shuffled, fixed seed); in each,
-``topics.classifier.TopicClassifier.fit`` trains on the other folds' labels with the
+``topics.tagging.classifier.TopicClassifier.fit`` trains on the other folds' labels with the
 product's settings (target precision, minimum positives; its own inner cross-validation picks
 each topic's threshold) and tags the held-out fold; rules need no training. Counts are summed
 over the folds. Overall figures are micro (every (paper, topic) pair counted once) and macro
@@ -93,8 +93,8 @@ class Dataset:
 def arxiv_dataset() -> Dataset:
     from papers.sources.recorded import recorded_sources
     from papers.taxonomy import UnknownCategory, all_categories, canonical_category, get_category
-    from topics.classifier import paper_text
-    from topics.services import rule_query_from_name
+    from topics.importers.names import rule_query_from_name
+    from topics.tagging.classifier import paper_text
 
     papers = {}
     for source in recorded_sources():
@@ -126,8 +126,8 @@ def arxiv_dataset() -> Dataset:
 
 
 def reference_dataset(arxiv: Dataset) -> Dataset:
-    from topics.classifier import paper_text
-    from topics.services import rule_query_from_name
+    from topics.importers.names import rule_query_from_name
+    from topics.tagging.classifier import paper_text
 
     page = json.loads(REFERENCE_PAGE.read_text(encoding="utf-8"))
     texts = [paper_text(paper["title"], paper["abstract"]) for paper in page["papers"]]
@@ -142,8 +142,8 @@ def reference_dataset(arxiv: Dataset) -> Dataset:
 
 
 def evaluate(dataset: Dataset, *, folds: int, min_positives: int, target_precision: float):
-    from topics.classifier import TopicClassifier, TopicExamples
-    from topics.rules import compile_rule
+    from topics.tagging.classifier import TopicClassifier, TopicExamples
+    from topics.tagging.rules import compile_rule
 
     topics = sorted(dataset.rules)
     number = {name: index for index, name in enumerate(topics)}

@@ -1,5 +1,5 @@
-"""Benchmark tagging (``topics.services.papers_tag``) on PostgreSQL: papers/s for rules only and
-for rules + classifier, with and without history rows for machine writes.
+"""Benchmark tagging (``topics.tagging.engine.papers_tag``) on PostgreSQL: papers/s for rules only
+and for rules + classifier, with and without history rows for machine writes.
 
     .venv/bin/python bench/bench_tagging.py [--papers 50000] [--workers 2]
         [--openalex-field NAME] [--keep]
@@ -93,9 +93,10 @@ def run(options) -> None:
     from django.test import override_settings
 
     from papers.models import Paper
-    from topics.classifier import classifier_active
     from topics.models import Assignment, ClassifierModel, Topic
-    from topics.services import TAG_BATCH_SIZE, classifier_train
+    from topics.tagging.classifier import classifier_active
+    from topics.tagging.engine import TAG_BATCH_SIZE
+    from topics.tagging.training import classifier_train
 
     logging.disable(logging.INFO)
     quiet = StringIO()
@@ -214,7 +215,7 @@ def tag_in_processes(paper_ids: list[int], workers: int) -> int:
     of assignments written."""
     from django.db import connections
 
-    from topics.services import papers_tag
+    from topics.tagging.engine import papers_tag
 
     if workers == 1:
         return papers_tag(paper_ids=paper_ids)
@@ -230,7 +231,7 @@ def tag_in_processes(paper_ids: list[int], workers: int) -> int:
 def _tag_share(paper_ids: list[int]) -> int:
     from django.db import connections
 
-    from topics.services import papers_tag
+    from topics.tagging.engine import papers_tag
 
     try:
         return papers_tag(paper_ids=paper_ids)

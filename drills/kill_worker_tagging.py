@@ -33,7 +33,8 @@ def prepare() -> dict:
     from papers.harvest import harvest_run
     from papers.sources.recorded import DEFAULT_RECORDED_DIR
     from topics.models import Assignment, Topic
-    from topics.services import papers_tag, topic_create
+    from topics.services import topic_create
+    from topics.tagging.engine import papers_tag
 
     category_sync()
     # Eager here: no topic exists yet, so the harvest's own tagging writes nothing.
@@ -79,7 +80,7 @@ def assignment_state() -> list[tuple]:
 def run(*, log_dir: Path = common.LOG_DIR) -> tuple[bool, dict]:
     """The drill on the current database; returns (passed, figures)."""
     from topics.models import Assignment, Topic
-    from topics.services import TAG_BATCH_SIZE
+    from topics.tagging.engine import TAG_BATCH_SIZE
     from topics.tasks import tag_papers
 
     started = time.monotonic()

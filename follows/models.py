@@ -1,7 +1,7 @@
 """What users follow: topics and saved searches, each with its own digest frequency.
 
 A :class:`Follow` is either a topic (``kind="topic"``, ``topic`` set) or a saved search
-(``kind="search"``, ``query`` set in the topic-rule query language of :mod:`topics.rules`,
+(``kind="search"``, ``query`` set in the topic-rule query language of :mod:`topics.tagging.rules`,
 optionally limited to some topics and/or categories). Papers that match a saved search are
 materialised in :class:`SearchMatch` when they are stored and when the search is created, so
 the feed and the digests read one join for both kinds.

@@ -1,8 +1,8 @@
 """Writes for follows: following topics and saved searches, digest frequency, matching saved
 searches against papers, and importing a user's follows.
 
-A saved search is a keyword query in the topic-rule language (:mod:`topics.rules`), optionally
-limited to topics and/or arXiv categories. Its matches are materialised in
+A saved search is a keyword query in the topic-rule language (:mod:`topics.tagging.rules`),
+optionally limited to topics and/or arXiv categories. Its matches are materialised in
 :class:`~follows.models.SearchMatch`:
 
 - a stored match means the query matches the paper's title and abstract and, when the search
@@ -32,9 +32,9 @@ from django.utils import timezone
 
 from papers.models import Category, Paper
 from papers.taxonomy import UnknownCategory, canonical_category
-from topics.classifier import paper_text
 from topics.models import Topic, TopicRedirect
-from topics.rules import Rule, RuleSyntaxError, compile_rule
+from topics.tagging.classifier import paper_text
+from topics.tagging.rules import Rule, RuleSyntaxError, compile_rule
 
 from .models import Follow, SearchMatch
 from .selectors import EXPORT_VERSION

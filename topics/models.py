@@ -135,7 +135,7 @@ class TopicStats(models.Model):
 
     ``generation`` is bumped whenever the count may have changed (after tagging, curation or a
     move commits); the count is current when ``counted_generation`` equals it. Kept by
-    ``topics.selectors.topic_paper_count`` and ``topics.services``; see there.
+    ``topics.selectors.topic_paper_count`` and ``topics.caches``; see there.
     """
 
     topic = models.OneToOneField(

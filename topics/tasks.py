@@ -16,10 +16,10 @@ RETRAIN_LOCK_SECONDS = 2 * 60 * 60
 @shared_task(name="topics.tasks.tag_papers")
 def tag_papers(paper_ids: list[int]) -> int:
     """Apply every active topic's rule and the active classifier to the papers ``paper_ids``
-    (pks; ones since deleted are ignored) through ``topics.services.papers_tag``; returns the
+    (pks; ones since deleted are ignored) through ``topics.tagging.engine.papers_tag``; returns the
     number of assignments created, changed or removed. Safe to run twice: the second run
     writes nothing."""
-    from .services import papers_tag
+    from .tagging.engine import papers_tag
 
     return papers_tag(paper_ids=paper_ids)
 
@@ -27,13 +27,13 @@ def tag_papers(paper_ids: list[int]) -> int:
 @shared_task(name="topics.tasks.retrain_classifier")
 def retrain_classifier() -> int | None:
     """Train, store and activate a new classifier version, then re-tag every paper with it
-    (``topics.services.classifier_train``). Runs nightly from django-celery-beat and on demand
-    (``retrain_classifier.delay()``, ``manage.py retrain``).
+    (``topics.tagging.training.classifier_train``). Runs nightly from django-celery-beat and on
+    demand (``retrain_classifier.delay()``, ``manage.py retrain``).
 
     One at a time: a run that finds another holding the lock returns ``None`` at once.
     Returns the new version number.
     """
-    from .services import classifier_train
+    from .tagging.training import classifier_train
 
     if not cache.add(RETRAIN_LOCK_KEY, "running", RETRAIN_LOCK_SECONDS):
         logger.info("Classifier retraining already running; this run does nothing.")

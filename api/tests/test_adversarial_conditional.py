@@ -5,8 +5,8 @@ cannot see removals (a rejected assignment, a deleted paper), so only the body's
 
 import pytest
 
+from topics.assignments import assignment_decide
 from topics.models import Assignment
-from topics.services import assignment_decide
 from topics.tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -185,7 +185,7 @@ def test_deciding_an_unknown_assignment_is_404():
 
 def test_curator_decision_is_kept_by_retagging_like_an_admin_decision():
     """The API records the same curator decision as the admin: tagging leaves it alone."""
-    from topics.services import papers_tag
+    from topics.tagging.engine import papers_tag
 
     curator = curator_user()
     key = token_create(user=curator, name="c").key

@@ -1,5 +1,5 @@
 """``assignments/`` (curators): read, add, accept and reject assignments of papers to
-topics, through the same services as the admin (``topics.services``)."""
+topics, through the same services as the admin (``topics.assignments``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from topics.assignments import assignment_add, assignment_decide
 from topics.models import Assignment
-from topics.services import assignment_add, assignment_decide
 
 from ..filters import AssignmentFilter
 from ..permissions import IsCurator

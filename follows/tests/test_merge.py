@@ -9,8 +9,7 @@ from django.utils import timezone
 from follows.models import Follow
 from follows.receivers import move_follows_of_merged_topic
 from follows.services import follow_create
-from topics.curation import topic_merge
-from topics.services import topic_create
+from topics.services import topic_create, topic_merge
 from topics.tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from papers.models import Paper
 from papers.parsers.atom import parse_atom_feed
 from papers.sources.recorded import DEFAULT_RECORDED_DIR
 from papers.tests.test_pipeline import live_worker  # noqa: F401  (the fixture)
-from topics.rules import compile_rule
+from topics.tagging.rules import compile_rule
 from topics.tests.factories import UserFactory
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.django_db(transaction=True)]

@@ -16,10 +16,15 @@ from topics.admin.filters import (
     ScoreRangeFilter,
 )
 from topics.admin.tree import TopicTreeChoiceField
-from topics.classifier import ClassifierLoadError, classifier_explain
-from topics.curation import assignments_bulk_decide, assignments_move
+from topics.assignments import (
+    assignment_add,
+    assignment_decide,
+    assignments_bulk_decide,
+    assignments_move,
+)
 from topics.models import Assignment
-from topics.services import assignment_add, assignment_decide, papers_tag_enqueue
+from topics.tagging.classifier import ClassifierLoadError, classifier_explain
+from topics.tagging.engine import papers_tag_enqueue
 from topicsite.paginators import EstimatedCountPaginator
 
 

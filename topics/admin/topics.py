@@ -1,6 +1,7 @@
 """Admin of the topic tree: the topic form (rule check and preview), counts per state, and the
-rename / merge / move / re-tag actions. Every write goes through ``topics.services`` or
-``topics.curation`` so ``Topic.path`` stays right and every change has a history row."""
+rename / merge / move / re-tag actions. Every write goes through ``topics.services`` (topic
+writes) or ``topics.tagging`` so ``Topic.path`` stays right and every change has a history
+row."""
 
 from django import forms
 from django.contrib import admin, messages
@@ -20,16 +21,18 @@ from papers.models import Paper
 from topics.admin.actions import action_page
 from topics.admin.history import assignment_history_rows, assignment_history_table
 from topics.admin.tree import TopicTreeChoiceField, tree_depth, tree_order
-from topics.curation import (
-    rule_preview,
+from topics.models import Assignment, Topic
+from topics.services import (
+    topic_create,
     topic_history_record,
     topic_merge,
+    topic_move,
     topic_rename,
     topic_slug_validate,
 )
-from topics.models import Assignment, Topic
-from topics.rules import RuleSyntaxError, compile_rule
-from topics.services import papers_tag_enqueue, topic_create, topic_move
+from topics.tagging.engine import papers_tag_enqueue
+from topics.tagging.preview import rule_preview
+from topics.tagging.rules import RuleSyntaxError, compile_rule
 
 # Every column of a topic but its key, its path and its creation time.
 EDITABLE_TOPIC_FIELDS = [

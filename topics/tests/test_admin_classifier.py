@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from papers.tests.factories import PaperFactory
 from topics.models import Assignment, ClassifierModel
-from topics.services import classifier_train
+from topics.tagging.training import classifier_train
 from topics.tests.conftest import (
     messages_of,
 )

@@ -21,10 +21,12 @@ from papers.models import (
     PaperAffiliation,
 )
 from papers.tests.factories import PaperFactory
-from topics import services
+from topics.assignments import assignment_decide
+from topics.importers import reference
+from topics.importers.demo import DEMO_REFERENCE_RULES
 from topics.models import Assignment, Topic
-from topics.rules import compile_rule
-from topics.services import DEMO_REFERENCE_RULES, assignment_decide, topic_move
+from topics.services import topic_move
+from topics.tagging.rules import compile_rule
 from topics.tests.factories import TopicFactory, UserFactory
 from topicsite.celery import app as celery_app
 
@@ -162,7 +164,7 @@ def test_reimport_keeps_curator_decisions_and_curated_hierarchy(categories):
 
 
 def test_reimport_keeps_curator_renames_and_merges(categories):
-    from topics.curation import topic_merge, topic_rename
+    from topics.services import topic_merge, topic_rename
 
     run("import_reference_page")
     curator = UserFactory()
@@ -292,7 +294,7 @@ def test_a_failure_while_writing_leaves_nothing_written(categories, monkeypatch)
     def fail(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(services, "_reference_assignments_sync", fail)
+    monkeypatch.setattr(reference, "_reference_assignments_sync", fail)
 
     with pytest.raises(RuntimeError, match="disk full"):
         run("import_reference_page")

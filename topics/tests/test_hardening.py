@@ -25,8 +25,10 @@ from django.urls import reverse
 
 from papers.categories import category_sync
 from papers.tests.factories import CategoryFactory, PaperFactory
+from topics.assignments import assignment_add, assignment_decide
+from topics.importers.reference import reference_page_import
 from topics.models import Assignment, Topic
-from topics.services import assignment_add, assignment_decide, papers_tag, reference_page_import
+from topics.tagging.engine import papers_tag
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
 
 REFERENCE = json.loads(

@@ -12,8 +12,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from topics.assignments import assignment_add, assignment_decide
 from topics.models import Assignment, ClassifierModel
-from topics.services import assignment_add, assignment_decide
 from topics.tasks import retrain_classifier
 from topics.tests.factories import UserFactory
 

@@ -13,8 +13,10 @@ from django.test.utils import CaptureQueriesContext
 from papers.models import Paper
 from papers.tests.factories import AuthorshipFactory, PaperFactory
 from topics import caches, selectors, services
+from topics.assignments import assignment_decide
 from topics.models import Assignment, TopicStats
 from topics.momentum import topic_momentum, topic_momentum_stored
+from topics.tagging.engine import papers_tag
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -72,7 +74,7 @@ def test_tagging_writes_the_submitted_date_too():
     topic = services.topic_create(name="Holography", rule_query="holography")
     paper = PaperFactory(title="Holography at large", submitted=dt.date(2019, 5, 6))
 
-    services.papers_tag(paper_ids=[paper.pk])
+    papers_tag(paper_ids=[paper.pk])
 
     assert Assignment.objects.get(paper=paper, topic=topic).submitted == dt.date(2019, 5, 6)
 
@@ -141,9 +143,7 @@ def test_curator_decision_makes_the_topic_and_its_ancestors_count_again(
     only_here = Assignment.objects.get(topic=grandchild)
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.assignment_decide(
-            assignment=only_here, state=Assignment.State.REJECTED, user=UserFactory()
-        )
+        assignment_decide(assignment=only_here, state=Assignment.State.REJECTED, user=UserFactory())
 
     assert not TopicStats.objects.get(topic=parent).is_current
     assert selectors.topic_paper_count(topic=parent) == before[parent.pk] - 1
@@ -175,7 +175,7 @@ def test_tagging_makes_the_counts_of_the_topics_it_wrote_count_again(
     paper = PaperFactory(title="Holography at large")
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.papers_tag(paper_ids=[paper.pk])
+        papers_tag(paper_ids=[paper.pk])
 
     assert selectors.topic_paper_count(topic=root) == 1
     assert selectors.topic_paper_count(topic=topic) == 1
@@ -277,7 +277,7 @@ def test_cards_come_from_the_cache_until_curation_changes_the_topic(
     assert cached < first  # the page's ids, papers, authors, affiliations and chips not read
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.assignment_decide(
+        assignment_decide(
             assignment=Assignment.objects.get(paper=papers[0], topic=topic),
             state=Assignment.State.REJECTED,
             user=UserFactory(),
@@ -324,7 +324,7 @@ def test_stored_momentum_follows_new_papers_and_curator_decisions(
     assert topic_momentum_stored(topic=parent).recent == before.recent + 1
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.assignment_decide(
+        assignment_decide(
             assignment=Assignment.objects.get(paper=newcomer),
             state=Assignment.State.REJECTED,
             user=UserFactory(),

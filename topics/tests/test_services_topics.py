@@ -1,9 +1,12 @@
-"""Topic and curator services (``topic_create``, ``topic_move``, ``assignment_decide``,
-``assignment_add``) and the admin pages that go through them."""
+"""Topic writes (``topics.services``): create and move with materialised paths, rename with
+redirects (the old addresses answering 301), merge; and the admin pages that go through them."""
+
+import datetime as dt
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
+from django.utils import timezone
 
 from papers.tests.factories import (
     AffiliationFactory,
@@ -11,12 +14,18 @@ from papers.tests.factories import (
     CategoryFactory,
     PaperFactory,
 )
-from topics.models import Assignment, Topic
-from topics.rules import RuleSyntaxError
-from topics.services import assignment_add, assignment_decide, topic_create, topic_move
+from topics.assignments import assignments_bulk_decide
+from topics.models import Assignment, Topic, TopicRedirect
+from topics.services import topic_create, topic_merge, topic_move, topic_rename
+from topics.signals import topics_merged
+from topics.tagging.engine import papers_tag
+from topics.tagging.rules import RuleSyntaxError
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
+
+ACCEPTED, PENDING, REJECTED = "accepted", "pending", "rejected"
+RULE, CLASSIFIER, CURATOR, IMPORT = "rule", "classifier", "curator", "import"
 
 
 def topic_rows():
@@ -179,61 +188,375 @@ def test_topic_move_refuses_a_topic_without_a_path():
     assert Topic.objects.get(pk=broken.pk).parent is None
 
 
-# --- assignment_decide / assignment_add -----------------------------------------------------
+@pytest.fixture
+def curator():
+    return UserFactory(username="ada", is_staff=True)
 
 
-@pytest.mark.parametrize("state", [Assignment.State.ACCEPTED, Assignment.State.REJECTED])
-def test_assignment_decide_records_the_curator_decision(state):
-    curator = UserFactory()
-    assignment = AssignmentFactory(source=Assignment.Source.RULE, score=1.0)
-
-    assignment_decide(assignment=assignment, state=state, user=curator)
-
-    assignment.refresh_from_db()
-    assert (assignment.state, assignment.decided_by) == (state, curator)
-    assert assignment.decided_at is not None
-    assert assignment.is_curator_decision
-    # The source stays, so one can still see where the assignment came from.
-    assert (assignment.source, assignment.score) == (Assignment.Source.RULE, 1.0)
+@pytest.fixture
+def curated_tree():
+    """Agents(Tool use, Planning(Search)) and a separate root Language, with slugs."""
+    agents = topic_create(name="Agents", slug="agents")
+    tool_use = topic_create(name="Tool use", slug="tool-use", parent=agents)
+    planning = topic_create(name="Planning", slug="planning", parent=agents)
+    search = topic_create(name="Search", slug="search", parent=planning)
+    language = topic_create(name="Language", slug="language")
+    return {t.slug: t for t in (agents, tool_use, planning, search, language)}
 
 
-def test_assignment_decide_refuses_an_unknown_state():
-    assignment = AssignmentFactory()
-    before = list(Assignment.objects.values())
-    with pytest.raises(ValueError, match="maybe"):
-        assignment_decide(assignment=assignment, state="maybe", user=UserFactory())
-    assert list(Assignment.objects.values()) == before
+def database_state():
+    """Every row rename and merge may write, to prove a refusal wrote nothing."""
+    return {
+        "topics": list(Topic.objects.order_by("pk").values()),
+        "assignments": list(Assignment.objects.order_by("pk").values()),
+        "redirects": list(TopicRedirect.objects.order_by("pk").values("old_slug", "topic_id")),
+        "topic_history": Topic.history.count(),
+        "assignment_history": Assignment.history.count(),
+    }
 
 
-def test_assignment_add_creates_an_accepted_curator_assignment():
-    curator = UserFactory()
-    paper, topic = PaperFactory(), TopicFactory()
+def redirects():
+    return dict(TopicRedirect.objects.values_list("old_slug", "topic__slug"))
 
-    assignment = assignment_add(paper=paper, topic=topic, user=curator)
 
-    row = Assignment.objects.get()
-    assert row.pk == assignment.pk
-    assert (row.paper, row.topic, row.source, row.state, row.score) == (
-        paper,
-        topic,
-        Assignment.Source.CURATOR,
-        Assignment.State.ACCEPTED,
-        None,
+# --- rename --------------------------------------------------------------------------------
+
+
+def test_rename_keeps_the_old_slug_as_a_redirect_and_records_who(curated_tree, curator, client):
+    topic = curated_tree["tool-use"]
+
+    topic_rename(topic=topic, name="Tool learning", short_name="TL", user=curator)
+
+    topic.refresh_from_db()
+    assert (topic.name, topic.short_name, topic.slug) == ("Tool learning", "TL", "tool-learning")
+    assert redirects() == {"tool-use": "tool-learning"}
+    latest = topic.history.latest()
+    assert (latest.history_user, latest.history_change_reason) == (
+        curator,
+        "renamed from 'tool-use'",
     )
-    assert (row.decided_by, row.decided_at is not None) == (curator, True)
+    response = client.get("/topics/tool-use/?page=2")
+    assert response.status_code == 301
+    assert response["Location"] == "/topics/tool-learning/?page=2"
+    assert client.get("/topics/tool-use/ask/").status_code == 301
+    assert client.get("/topics/tool-use/ask/")["Location"] == "/topics/tool-learning/ask/"
+    assert client.get("/topics/tool-learning/").status_code == 200
 
 
-def test_assignment_add_takes_over_an_existing_assignment():
-    rejected = AssignmentFactory(
-        source=Assignment.Source.CLASSIFIER, state=Assignment.State.REJECTED, score=0.3
+def test_renaming_twice_redirects_every_old_slug_straight_to_the_newest(
+    curated_tree, curator, client
+):
+    topic = curated_tree["tool-use"]
+    topic_rename(topic=topic, name="Tool learning", user=curator)
+    topic_rename(topic=topic, name="Tools", slug="tools", user=curator)
+
+    assert redirects() == {"tool-use": "tools", "tool-learning": "tools"}
+    assert client.get("/topics/tool-use/")["Location"] == "/topics/tools/"
+
+
+def test_renaming_back_makes_the_old_slug_live_again(curated_tree, curator, client):
+    topic = curated_tree["tool-use"]
+    topic_rename(topic=topic, name="Tools", user=curator)
+    topic_rename(topic=topic, name="Tool use", user=curator)
+
+    assert Topic.objects.get(pk=topic.pk).slug == "tool-use"
+    assert redirects() == {"tools": "tool-use"}
+    assert client.get("/topics/tool-use/").status_code == 200
+
+
+def test_a_new_name_with_the_same_slug_keeps_the_address(curated_tree, curator):
+    topic = curated_tree["tool-use"]
+    topic_rename(topic=topic, name="Tool Use", user=curator)
+    assert (topic.name, topic.slug) == ("Tool Use", "tool-use")
+    assert redirects() == {}
+
+
+def test_a_derived_slug_avoids_other_topics_and_their_old_addresses(curated_tree, curator):
+    topic_rename(topic=curated_tree["search"], name="Tree search", user=curator)  # frees "search"
+    topic_rename(topic=curated_tree["planning"], name="Search", user=curator)
+
+    # "search" is the old address of Tree search: Planning gets "search-2".
+    assert Topic.objects.get(pk=curated_tree["planning"].pk).slug == "search-2"
+    assert redirects() == {"search": "tree-search", "planning": "search-2"}
+
+
+@pytest.mark.parametrize(
+    ("values", "field", "message"),
+    [
+        ({"name": "  "}, "name", "A topic needs a name."),
+        ({"name": "x" * 201}, "name", "at most 200 characters"),
+        ({"slug": "agents"}, "slug", "The slug 'agents' is already the address of 'Agents'."),
+        ({"slug": "no spaces"}, "slug", "Enter a valid “slug”"),
+        ({"slug": "old-planning"}, "slug", "an old address of 'Planning'"),
+    ],
+)
+def test_rename_refuses_bad_input_and_writes_nothing(curated_tree, curator, values, field, message):
+    TopicRedirect.objects.create(old_slug="old-planning", topic=curated_tree["planning"])
+    before = database_state()
+
+    with pytest.raises(ValidationError) as error:
+        topic_rename(topic=curated_tree["tool-use"], user=curator, **({"name": "Tools"} | values))
+
+    assert message in " ".join(error.value.message_dict[field])
+    assert database_state() == before
+
+
+def test_unknown_slugs_and_redirects_to_inactive_topics_are_404(curated_tree, curator, client):
+    topic_rename(topic=curated_tree["tool-use"], name="Tools", user=curator)
+    Topic.objects.filter(slug="tools").update(active=False)
+
+    assert client.get("/topics/tool-use/").status_code == 404
+    assert client.get("/topics/never-was/").status_code == 404
+
+
+# --- merge ---------------------------------------------------------------------------------
+
+
+def test_merge_moves_assignments_children_redirects_and_keeps_the_source_inactive(
+    curated_tree, curator, client
+):
+    source, target = curated_tree["planning"], curated_tree["language"]
+    TopicRedirect.objects.create(old_slug="plans", topic=source)
+    only_source = AssignmentFactory(topic=source, source=RULE, score=1.0)
+    only_target = AssignmentFactory(topic=target, source=CLASSIFIER, state=PENDING, score=0.6)
+
+    result = topic_merge(source=source, target=target, user=curator)
+
+    assert (result.assignments_moved, result.assignments_dropped, result.children_moved) == (
+        1,
+        0,
+        1,
     )
-    curator = UserFactory()
+    assert set(target.assignments.values_list("pk", flat=True)) == {only_source.pk, only_target.pk}
+    assert not source.assignments.exists()
+    search = Topic.objects.get(slug="search")
+    assert (search.parent_id, search.path) == (target.pk, f"{target.path}{search.pk}/")
+    source.refresh_from_db()
+    assert source.active is False
+    assert redirects() == {"planning": "language", "plans": "language"}
+    assert client.get("/topics/planning/")["Location"] == "/topics/language/"
+    assert client.get("/topics/plans/")["Location"] == "/topics/language/"
+    # History: the move of the assignment and of the child, and the source switched off.
+    moved = only_source.history.latest()
+    assert (moved.topic_id, moved.history_user, moved.history_type) == (target.pk, curator, "~")
+    assert moved.history_change_reason == "merged 'planning' into 'language'"
+    assert search.history.latest().history_user == curator
+    assert (source.history.latest().active, source.history.latest().history_user) == (
+        False,
+        curator,
+    )
 
-    assignment_add(paper=rejected.paper, topic=rejected.topic, user=curator)
 
-    row = Assignment.objects.get()
-    assert row.pk == rejected.pk
-    assert (row.source, row.state, row.decided_by) == ("curator", "accepted", curator)
+DECIDER = object()  # stands for a user, created when the test runs
+
+
+def decided(state, **kwargs):
+    return {
+        "state": state,
+        "decided_by": DECIDER,
+        "decided_at": timezone.now() - dt.timedelta(days=kwargs.pop("days_ago", 1)),
+        **kwargs,
+    }
+
+
+def with_decider(values):
+    return {k: UserFactory() if v is DECIDER else v for k, v in values.items()}
+
+
+@pytest.mark.parametrize(
+    ("source_values", "target_values", "kept"),
+    [
+        # A curator decision beats a machine-made assignment, whatever its state.
+        (
+            decided(REJECTED, source=RULE),
+            {"source": RULE, "state": ACCEPTED, "score": 1.0},
+            "source",
+        ),
+        (
+            {"source": RULE, "state": ACCEPTED, "score": 1.0},
+            decided(REJECTED, source=CURATOR),
+            "target",
+        ),
+        # Two decisions: accepted beats rejected, then the newer.
+        (decided(REJECTED, days_ago=0), decided(ACCEPTED, days_ago=5), "target"),
+        (decided(ACCEPTED, days_ago=0), decided(ACCEPTED, days_ago=5), "source"),
+        # Two machine-made: the higher state, then import over rule, then the higher score.
+        (
+            {"source": CLASSIFIER, "state": ACCEPTED, "score": 0.7},
+            {"source": CLASSIFIER, "state": PENDING, "score": 0.9},
+            "source",
+        ),
+        ({"source": IMPORT, "score": None}, {"source": RULE, "score": 1.0}, "source"),
+        (
+            {"source": CLASSIFIER, "state": PENDING, "score": 0.8},
+            {"source": CLASSIFIER, "state": PENDING, "score": 0.6},
+            "source",
+        ),
+        # A tie keeps the target's.
+        ({"source": RULE, "score": 1.0}, {"source": RULE, "score": 1.0}, "target"),
+    ],
+)
+def test_merge_keeps_one_assignment_per_paper(
+    curated_tree, curator, source_values, target_values, kept
+):
+    source, target = curated_tree["tool-use"], curated_tree["language"]
+    paper = PaperFactory()
+    rows = {
+        "source": AssignmentFactory(paper=paper, topic=source, **with_decider(source_values)),
+        "target": AssignmentFactory(paper=paper, topic=target, **with_decider(target_values)),
+    }
+    winner = {
+        key: value
+        for key, value in Assignment.objects.filter(pk=rows[kept].pk).values().get().items()
+        if key not in ("topic_id", "updated_at")
+    }
+
+    result = topic_merge(source=source, target=target, user=curator)
+
+    survivor = Assignment.objects.get(paper=paper)
+    assert survivor.topic_id == target.pk
+    assert {
+        key: value
+        for key, value in Assignment.objects.filter(pk=survivor.pk).values().get().items()
+        if key in winner
+    } == winner
+    assert result.assignments_dropped == 1
+    loser = rows["target" if kept == "source" else "source"]
+    deleted = Assignment.history.filter(id=loser.pk).latest()
+    assert (deleted.history_type, deleted.history_user) == ("-", curator)
+
+
+def test_curator_decisions_survive_a_merge_and_re_tagging(curated_tree, curator):
+    category = CategoryFactory(code="cs.AI")
+    source = curated_tree["tool-use"]
+    Topic.objects.filter(pk=source.pk).update(rule_query='"tool use"')
+    target = curated_tree["language"]
+    Topic.objects.filter(pk=target.pk).update(rule_query="language")
+    matching = PaperFactory(title="Tool use in language agents", primary_category=category)
+    papers_tag(paper_ids=[matching.pk])
+    rejected = Assignment.objects.get(paper=matching, topic=source)
+    assignments_bulk_decide(assignments=[rejected], state=REJECTED, user=curator)
+
+    topic_merge(source=source, target=Topic.objects.get(pk=target.pk), user=curator)
+    papers_tag(paper_ids=[matching.pk])
+    papers_tag(paper_ids=[matching.pk])
+
+    # The rejection beat the target's rule assignment and re-tagging leaves it alone.
+    row = Assignment.objects.get(paper=matching)
+    assert (row.pk, row.topic_id, row.state, row.decided_by) == (
+        rejected.pk,
+        target.pk,
+        REJECTED,
+        curator,
+    )
+
+
+@pytest.mark.parametrize(
+    ("source_rule", "target_rule", "expected_rule", "outcome"),
+    [
+        (
+            ("agent*", ["cs.AI"]),
+            ("planning", ["cs.AI"]),
+            ("(planning) OR (agent*)", ["cs.AI"]),
+            "combined",
+        ),
+        (("agent*", ["cs.AI"]), ("", ["cs.AI"]), ("", ["cs.AI"]), "kept"),
+        (("agent*", ["cs.AI"]), ("", []), ("agent*", ["cs.AI"]), "taken"),
+        (("", []), ("planning", ["cs.LG"]), ("planning", ["cs.LG"]), "kept"),
+        (("agent*", ["cs.AI"]), ("planning", ["cs.LG"]), ("planning", ["cs.LG"]), "differs"),
+    ],
+)
+def test_merge_widens_the_target_rule_where_one_rule_can_say_both(
+    curator, source_rule, target_rule, expected_rule, outcome
+):
+    categories = {code: CategoryFactory(code=code) for code in ("cs.AI", "cs.LG")}
+
+    def create(name, rule):
+        query, codes = rule
+        return topic_create(
+            name=name, rule_query=query, rule_categories=[categories[c] for c in codes]
+        )
+
+    source, target = create("Source", source_rule), create("Target", target_rule)
+
+    result = topic_merge(source=source, target=target, user=curator)
+
+    target.refresh_from_db()
+    assert result.rule == outcome
+    assert (target.rule_query, sorted(c.code for c in target.rule_categories.all())) == (
+        expected_rule[0],
+        expected_rule[1],
+    )
+
+
+def test_merge_into_an_ancestor_moves_the_children_up(curated_tree, curator):
+    result = topic_merge(
+        source=curated_tree["planning"], target=curated_tree["agents"], user=curator
+    )
+    search = Topic.objects.get(slug="search")
+    assert result.children_moved == 1
+    assert search.path == f"{curated_tree['agents'].pk}/{search.pk}/"
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "message"),
+    [
+        ("agents", "agents", "Cannot merge 'Agents' into itself."),
+        ("agents", "search", "'Search' is inside 'Agents'"),
+        ("planning", "inactive", "'Inactive' is inactive"),
+        ("inactive", "planning", "'Inactive' is inactive"),
+    ],
+)
+def test_merge_refuses_and_writes_nothing(curated_tree, curator, source, target, message):
+    curated_tree["inactive"] = topic_create(name="Inactive", slug="inactive", active=False)
+    AssignmentFactory(topic=curated_tree["agents"])
+    AssignmentFactory(topic=curated_tree["planning"])
+    before = database_state()
+
+    with pytest.raises(ValueError, match=message):
+        topic_merge(source=curated_tree[source], target=curated_tree[target], user=curator)
+
+    assert database_state() == before
+
+
+def test_topics_merged_is_sent_after_commit_only(
+    curated_tree, curator, django_capture_on_commit_callbacks
+):
+    calls = []
+
+    def receiver(sender, source_id, target_id, **kwargs):
+        calls.append((source_id, target_id))
+
+    topics_merged.connect(receiver, dispatch_uid="test-receiver")
+    try:
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            topic_merge(
+                source=curated_tree["tool-use"], target=curated_tree["language"], user=curator
+            )
+        assert calls == []
+        for callback in callbacks:
+            callback()
+    finally:
+        topics_merged.disconnect(dispatch_uid="test-receiver")
+    assert calls == [(curated_tree["tool-use"].pk, curated_tree["language"].pk)]
+
+
+def test_a_failing_receiver_is_logged_and_the_merge_stands(
+    curated_tree, curator, django_capture_on_commit_callbacks, caplog
+):
+    def receiver(sender, **kwargs):
+        raise RuntimeError("receiver broke")
+
+    topics_merged.connect(receiver, dispatch_uid="test-broken-receiver")
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            topic_merge(
+                source=curated_tree["tool-use"], target=curated_tree["language"], user=curator
+            )
+    finally:
+        topics_merged.disconnect(dispatch_uid="test-broken-receiver")
+    assert "receiver broke" in caplog.text
+    assert Topic.objects.get(pk=curated_tree["tool-use"].pk).active is False
 
 
 # --- the admin, which writes through these services -----------------------------------------

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from papers.tests.factories import PaperFactory
 from topics.models import Assignment, Topic
-from topics.rules import compile_rule
+from topics.tagging.rules import compile_rule
 from topics.tests.factories import UserFactory
 from topicsite.tests.browser import DESKTOP, look
 

@@ -17,10 +17,10 @@ from papers.ingest import papers_upsert
 from papers.models import Paper
 from papers.parsers.atom import parse_atom_feed
 from papers.tests.conftest import ATOM_DIR
+from topics.assignments import assignment_decide
 from topics.caches import topic_caches_invalidate_on_commit
-from topics.curation import topic_rename
 from topics.models import Assignment
-from topics.services import assignment_decide
+from topics.services import topic_rename
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
 from topics.tests.test_views_topic import card_paper
 from topicsite import pagecache

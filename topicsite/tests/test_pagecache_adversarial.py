@@ -24,8 +24,8 @@ from papers.tests.factories import (
     PaperAffiliationFactory,
 )
 from topics import selectors
-from topics.curation import topic_rename
 from topics.models import Assignment
+from topics.services import topic_rename
 from topics.tests.factories import TopicFactory, UserFactory
 from topics.tests.test_views_topic import card_paper
 from topicsite import pagecache

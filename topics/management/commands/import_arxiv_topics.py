@@ -2,12 +2,12 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from topics.services import arxiv_topics_import
+from topics.importers.taxonomies import arxiv_topics_import
 
 
 class Command(BaseCommand):
-    """Thin wrapper over ``topics.services.arxiv_topics_import``. Raises CommandError when the
-    categories are not loaded or an archive code is unknown; nothing is written then."""
+    """Thin wrapper over ``topics.importers.taxonomies.arxiv_topics_import``. Raises CommandError
+    when the categories are not loaded or an archive code is unknown; nothing is written then."""
 
     help = (
         "Import arXiv's taxonomy as topics: group > archive > category, each category topic "

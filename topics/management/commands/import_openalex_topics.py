@@ -4,7 +4,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from topics.services import TaxonomyFileError, openalex_topics_import, openalex_topics_parse
+from topics.importers.taxonomies import (
+    TaxonomyFileError,
+    openalex_topics_import,
+    openalex_topics_parse,
+)
 
 DEFAULT_PATH = (
     Path(__file__).resolve().parents[2] / "data" / "openalex" / "openalex_topics_2024-09.csv"
@@ -12,7 +16,8 @@ DEFAULT_PATH = (
 
 
 class Command(BaseCommand):
-    """Thin wrapper over ``topics.services.openalex_topics_parse`` and ``openalex_topics_import``.
+    """Thin wrapper over ``topics.importers.taxonomies.openalex_topics_parse`` and
+    ``openalex_topics_import``.
 
     Raises CommandError naming the file for an unreadable or malformed file (with the line),
     and naming the known names for a ``--domain``/``--field`` that matches none; nothing is

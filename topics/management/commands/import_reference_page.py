@@ -5,13 +5,13 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from topics.services import ReferencePageError, reference_page_import
+from topics.importers.reference import ReferencePageError, reference_page_import
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "data" / "llm-agent-training.json"
 
 
 class Command(BaseCommand):
-    """Thin wrapper over ``topics.services.reference_page_import``.
+    """Thin wrapper over ``topics.importers.reference.reference_page_import``.
 
     Raises CommandError naming the file for an unreadable file, bad JSON (line and column),
     JSON nested too deeply to read, or malformed data (paper index and field: missing, of the

@@ -2,11 +2,11 @@
 
 from django.core.management.base import BaseCommand
 
-from topics.services import demo_taxonomy_load
+from topics.importers.demo import demo_taxonomy_load
 
 
 class Command(BaseCommand):
-    """Thin wrapper over ``topics.services.demo_taxonomy_load``; idempotent."""
+    """Thin wrapper over ``topics.importers.demo.demo_taxonomy_load``; idempotent."""
 
     help = (
         "Create a topic per arXiv archive present among the stored papers, under a topic per "

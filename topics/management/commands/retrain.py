@@ -4,13 +4,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from topics.models import ClassifierModel
-from topics.services import classifier_train
+from topics.tagging.training import classifier_train
 from topics.tasks import retrain_classifier
 
 
 class Command(BaseCommand):
     """Queues ``topics.tasks.retrain_classifier`` (run here on the embedded default), or with
-    ``--sync`` calls ``topics.services.classifier_train`` here. Prints the new version's
+    ``--sync`` calls ``topics.tagging.training.classifier_train`` here. Prints the new version's
     summary; per topic at ``--verbosity 2``. Raises CommandError for ``--no-apply`` without
     ``--sync``."""
 

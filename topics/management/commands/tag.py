@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from papers.models import Paper
-from topics.services import TAG_CHUNK_SIZE, papers_tag_enqueue
+from topics.tagging.engine import TAG_CHUNK_SIZE, papers_tag_enqueue
 
 
 def _paper_ids(text: str) -> list[int]:

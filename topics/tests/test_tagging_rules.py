@@ -1,8 +1,9 @@
-"""The rule query language: terms, phrases, boundaries, precedence, errors with positions."""
+"""The rule query language: terms, phrases, boundaries, precedence, errors with positions;
+the word runs the rule index files a rule under."""
 
 import pytest
 
-from topics.rules import RuleSyntaxError, compile_rule, fold
+from topics.tagging.rules import RuleSyntaxError, compile_rule, fold, rule_terms
 
 TITLE = "Training LLM Agents with Reinforcement Learning"
 ABSTRACT = (
@@ -219,3 +220,26 @@ def test_absurdly_deep_nesting_is_a_syntax_error_not_a_crash(query):
 def test_reasonable_nesting_still_parses():
     rule = compile_rule("(" * 10 + "agent" + ")" * 10 + " NOT NOT reagent")
     assert rule.matches("an agent and a reagent")
+
+
+# --- the rule index ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ('"GUI agents" OR RLVR', ({"gui", "agents"}, {"rlvr"})),
+        ('"Self-Improving Agents"', ({"self", "improving", "agents"},)),
+        ('"c++" OR gpt-4', ({"c"}, {"gpt", "4"})),
+        ("agents tools", None),  # AND
+        ("agents AND tools", None),
+        ("agents OR NOT tools", None),
+        ("-agents", None),
+        ("agent*", None),
+        ('("GUI agents" OR tools)', None),
+        ('"++"', None),
+    ],
+)
+def test_rule_terms_are_the_word_runs_every_match_contains(query, expected):
+    terms = rule_terms(query)
+    assert terms == (None if expected is None else tuple(frozenset(t) for t in expected))

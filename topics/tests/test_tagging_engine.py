@@ -1,32 +1,30 @@
-"""Tagging (``papers_tag``) by rules and the classifier: the right assignments, idempotent,
-curator decisions and imports untouched, stale machine assignments removed, machine writes
-in the history; training (``classifier_train``), applying and retraining."""
+"""The tagging engine (``topics.tagging.engine.papers_tag``) by rules and the classifier: the
+right assignments, idempotent, curator decisions and imports untouched, stale machine
+assignments removed, machine writes in the history; the rule index finds what trying every rule
+finds."""
 
 import datetime as dt
-import importlib
 import json
 from io import StringIO
 from pathlib import Path
 
 import numpy as np
 import pytest
-from django.apps import apps as django_apps
-from django.core.cache import cache
-from django.core.management import CommandError, call_command
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from django_celery_beat.models import PeriodicTask
 from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
 
 from papers.signals import papers_stored
 from papers.tests.factories import CategoryFactory, PaperFactory
-from topics import classifier as classifier_module
-from topics import services
-from topics.classifier import TopicClassifier, classifier_settings, tokenize
+from topics.assignments import assignment_decide
 from topics.models import Assignment, ClassifierModel, Topic
-from topics.services import classifier_apply, classifier_train, papers_tag
-from topics.tasks import RETRAIN_LOCK_KEY, retrain_classifier, tag_papers
+from topics.tagging import classifier as classifier_module
+from topics.tagging import engine
+from topics.tagging.classifier import TopicClassifier, tokenize
+from topics.tagging.engine import papers_tag
+from topics.tasks import tag_papers
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +49,7 @@ def write_path(request, monkeypatch):
     """Run a test with PostgreSQL's write path (COPY and INSERT/UPDATE/DELETE ... RETURNING
     into the history) and with the ORM path other databases (the embedded SQLite) take."""
     if request.param == "orm":
-        monkeypatch.setattr(services, "_plan_write_sql", services._plan_write_orm)
+        monkeypatch.setattr(engine, "_plan_write_sql", engine._plan_write_orm)
     return request.param
 
 
@@ -360,7 +358,7 @@ def test_batches_give_the_same_result_as_one_pass(library, monkeypatch):
     one_pass = pairs()
     Assignment.objects.all().delete()
 
-    monkeypatch.setattr(services, "TAG_BATCH_SIZE", 1)
+    monkeypatch.setattr(engine, "TAG_BATCH_SIZE", 1)
     assert papers_tag(paper_ids=paper_ids + paper_ids) == len(one_pass)
     assert pairs() == one_pass
 
@@ -396,7 +394,7 @@ def test_a_curator_decision_made_during_tagging_still_wins(library, monkeypatch,
     )
     to_delete = AssignmentFactory(paper=papers["reagents"], topic=topics["RL"], source=RULE)
     curator = UserFactory()
-    write = services._plan_write_sql
+    write = engine._plan_write_sql
 
     def decide_then_write(*args, **kwargs):
         Assignment.objects.filter(pk__in=[to_update.pk, to_delete.pk]).update(
@@ -404,7 +402,7 @@ def test_a_curator_decision_made_during_tagging_still_wins(library, monkeypatch,
         )
         return write(*args, **kwargs)
 
-    monkeypatch.setattr(services, "_plan_write_sql", decide_then_write)
+    monkeypatch.setattr(engine, "_plan_write_sql", decide_then_write)
     papers_tag(paper_ids=[papers["rl agents"].pk, papers["reagents"].pk])
 
     rows = {row.pk: row for row in Assignment.objects.filter(decided_by=curator)}
@@ -701,229 +699,7 @@ def test_queries_do_not_grow_with_the_number_of_papers_with_the_classifier(categ
     assert queries_for(2) == queries_for(20)
 
 
-# --- training --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def labelled(categories, settings):
-    """Two topics with rules, enough rule labels for a model each (min_positives 5 here)."""
-    settings.TOPICS_CLASSIFIER_MIN_POSITIVES = 5
-    agents = TopicFactory(name="Agents", rule_query="agents")
-    proofs = TopicFactory(name="Proofs", rule_query="proofs")
-    sparse = TopicFactory(name="Sparse", rule_query="sparse")
-    papers = [
-        PaperFactory(title=f"Language agents plan tasks {n}", abstract="Agents use tools.")
-        for n in range(8)
-    ] + [
-        PaperFactory(title=f"Formal proofs of lemmas {n}", abstract="Proofs in Lean.")
-        for n in range(8)
-    ]
-    papers.append(PaperFactory(title="Sparse matrices", abstract="Sparse solvers."))
-    papers_tag(paper_ids=[paper.pk for paper in papers])
-    return {"agents": agents, "proofs": proofs, "sparse": sparse, "papers": papers}
-
-
-def test_classifier_train_stores_an_active_version_with_its_metrics(
-    labelled, django_capture_on_commit_callbacks
-):
-    with django_capture_on_commit_callbacks() as callbacks:
-        stored = classifier_train(apply=False)
-
-    assert not callbacks
-    stored.refresh_from_db()
-    assert (stored.version, stored.active, stored.topic_count) == (1, True, 2)
-    assert stored.label_count == 17
-    topics = stored.metrics["topics"]
-    assert topics[str(labelled["agents"].pk)]["status"] == "trained"
-    assert topics[str(labelled["agents"].pk)]["name"] == "Agents"
-    assert topics[str(labelled["agents"].pk)]["positives"] == 8
-    assert topics[str(labelled["sparse"].pk)]["status"] == "too few positives"
-    assert (stored.metrics["trained"], stored.metrics["fallback"]) == (2, 1)
-    assert stored.metrics["papers"] == 17
-    loaded = TopicClassifier.loads(stored.artifact)
-    assert set(loaded.topic_ids.tolist()) == {labelled["agents"].pk, labelled["proofs"].pk}
-
-
-def test_retraining_activates_the_new_version_and_keeps_the_newest(labelled, settings):
-    settings.TOPICS_CLASSIFIER_KEEP_VERSIONS = 2
-    versions = [classifier_train(apply=False).version for _ in range(3)]
-
-    assert versions == [1, 2, 3]
-    assert list(ClassifierModel.objects.values_list("version", "active")) == [
-        (3, True),
-        (2, False),
-    ]
-
-
-def test_classifier_train_applies_the_new_version_to_every_paper_on_commit(
-    labelled, django_capture_on_commit_callbacks
-):
-    unlabelled = PaperFactory(title="Agents everywhere", abstract="More agents and tools.")
-    with django_capture_on_commit_callbacks(execute=True):
-        classifier_train()
-
-    assert Assignment.objects.filter(paper=unlabelled, topic=labelled["agents"]).exists()
-    machine = Assignment.objects.get(paper=unlabelled, topic=labelled["agents"])
-    assert machine.source == RULE  # the rule matches "agents": a rule match wins
-    assert classifier_module._loaded is not None
-
-
-def test_classifier_apply_queues_tagging_of_every_paper_in_chunks(
-    labelled, django_capture_on_commit_callbacks
-):
-    with django_capture_on_commit_callbacks() as callbacks:
-        result = classifier_apply()
-    assert (result.papers, result.chunks) == (17, 1)
-    assert len(callbacks) == 1
-    assert classifier_apply(paper_ids=[labelled["papers"][0].pk]).papers == 1
-
-
-def test_training_labels_weigh_curator_decisions_and_skip_related_topics(labelled, settings):
-    settings.TOPICS_CLASSIFIER_CURATOR_WEIGHT = 7.0
-    agents, proofs = labelled["agents"], labelled["proofs"]
-    child = TopicFactory(name="Planning agents", parent=agents)
-    papers = labelled["papers"]
-    curator = UserFactory()
-    # A curator rejects a rule assignment, and places a proofs paper in Agents' child.
-    rejection = Assignment.objects.get(paper=papers[0], topic=agents)
-    rejection.state, rejection.decided_by, rejection.decided_at = REJECTED, curator, timezone.now()
-    rejection.save()
-    AssignmentFactory(
-        paper=papers[8],
-        topic=child,
-        source=Assignment.Source.CURATOR,
-        score=None,
-        decided_by=curator,
-        decided_at=timezone.now(),
-    )
-    # The classifier's own and pending assignments are no labels.
-    AssignmentFactory(paper=papers[9], topic=agents, source=CLASSIFIER, score=0.9)
-    AssignmentFactory(paper=papers[16], topic=proofs, source=CLASSIFIER, state=PENDING, score=0.7)
-
-    training = services._training_set(classifier_settings())
-
-    row_of = {paper.pk: row for row, paper in enumerate(sorted(papers, key=lambda p: p.pk))}
-    examples = training.examples[agents.pk]
-    by_row = {
-        int(row): (bool(label), float(weight))
-        for row, label, weight in zip(examples.rows, examples.labels, examples.weights, strict=True)
-    }
-    assert by_row[row_of[papers[0].pk]] == (False, 7.0)  # the curator's rejection
-    assert by_row[row_of[papers[1].pk]] == (True, 1.0)  # a rule label
-    assert by_row[row_of[papers[12].pk]] == (False, 1.0)  # another topic's paper
-    # In Agents' child, so no negative of Agents.
-    assert row_of[papers[8].pk] not in by_row
-    # Placed in Agents by the classifier only: that is no label, so like any other labelled
-    # paper it is a negative of Agents (otherwise each retrain would widen the topic).
-    assert by_row[row_of[papers[9].pk]] == (False, 1.0)
-    assert training.examples[child.pk].labels.tolist() == [True]
-    assert training.examples[child.pk].weights.tolist() == [7.0]
-    # The pending classifier assignment is no label of Proofs: its paper counts as any other
-    # labelled paper does there, a negative.
-    proofs_rows = dict(
-        zip(
-            training.examples[proofs.pk].rows.tolist(),
-            training.examples[proofs.pk].labels.tolist(),
-            strict=True,
-        )
-    )
-    assert proofs_rows[row_of[papers[16].pk]] is False
-    assert proofs_rows[row_of[papers[10].pk]] is True
-    assert training.label_count == 17 + 1  # the rejection replaced a label; one added
-
-
-def test_training_ignores_inactive_topics(labelled):
-    Topic.objects.filter(pk=labelled["proofs"].pk).update(active=False)
-
-    training = services._training_set(classifier_settings())
-
-    assert labelled["proofs"].pk not in training.examples
-    assert len(training.texts) == 9  # the papers with a label on an active topic
-
-
-# --- the retrain task and command ------------------------------------------------------------
-
-
-def test_retrain_task_trains_once_at_a_time(labelled):
-    cache.add(RETRAIN_LOCK_KEY, "running", 60)
-    assert retrain_classifier.delay().get() is None
-    assert not ClassifierModel.objects.exists()
-
-    cache.delete(RETRAIN_LOCK_KEY)
-    assert retrain_classifier.delay().get() == 1
-    assert ClassifierModel.objects.get().active
-    assert cache.get(RETRAIN_LOCK_KEY) is None
-
-
-def test_retrain_task_releases_the_lock_when_training_fails(labelled, settings):
-    settings.TOPICS_CLASSIFIER_TARGET_PRECISION = 2
-    with pytest.raises(Exception, match="TOPICS_CLASSIFIER_TARGET_PRECISION"):
-        retrain_classifier.delay()
-    assert cache.get(RETRAIN_LOCK_KEY) is None
-
-
-def test_retrain_command_prints_the_new_version(labelled, django_capture_on_commit_callbacks):
-    out = StringIO()
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("retrain", "--sync", "--no-apply", verbosity=2, stdout=out)
-    output = out.getvalue()
-    assert "Classifier v1: 2 topics with a model, 1 fall back to their rules" in output
-    assert "trained on 17 papers, 17 labels." in output
-    assert "  Sparse: too few positives, 1 positives" in output
-    assert "  Agents: trained, 8 positives, threshold" in output
-
-    out = StringIO()
-    call_command("retrain", stdout=out)
-    assert "Classifier v2:" in out.getvalue()
-
-
-def test_retrain_command_refuses_no_apply_without_sync():
-    with pytest.raises(CommandError, match="--no-apply only works with --sync"):
-        call_command("retrain", "--no-apply")
-
-
-def test_the_nightly_retrain_schedule_migration(transactional_db):
-    migration = importlib.import_module("topics.migrations.0003_retrain_schedule")
-    schema_editor = type("SchemaEditor", (), {"connection": connection})()
-    PeriodicTask.objects.filter(name=migration.TASK_NAME).delete()
-
-    migration.retrain_schedule_create(django_apps, schema_editor)
-    migration.retrain_schedule_create(django_apps, schema_editor)  # a second run adds nothing
-
-    task = PeriodicTask.objects.get(name=migration.TASK_NAME)
-    assert task.task == "topics.tasks.retrain_classifier" == retrain_classifier.name
-    assert (task.crontab.minute, task.crontab.hour, str(task.crontab.timezone)) == (
-        "30",
-        "3",
-        "UTC",
-    )
-    assert task.enabled
-
-    migration.retrain_schedule_delete(django_apps, schema_editor)
-    assert not PeriodicTask.objects.filter(name=migration.TASK_NAME).exists()
-
-
-# --- the rule index ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        ('"GUI agents" OR RLVR', ({"gui", "agents"}, {"rlvr"})),
-        ('"Self-Improving Agents"', ({"self", "improving", "agents"},)),
-        ('"c++" OR gpt-4', ({"c"}, {"gpt", "4"})),
-        ("agents tools", None),  # AND
-        ("agents AND tools", None),
-        ("agents OR NOT tools", None),
-        ("-agents", None),
-        ("agent*", None),
-        ('("GUI agents" OR tools)', None),
-        ('"++"', None),
-    ],
-)
-def test_rule_terms_are_the_word_runs_every_match_contains(query, expected):
-    terms = services._rule_terms(query)
-    assert terms == (None if expected is None else tuple(frozenset(t) for t in expected))
+# --- the rule index ------------------------------------------------------------------------------
 
 
 def test_the_rule_index_finds_what_trying_every_rule_finds(categories, monkeypatch):
@@ -950,14 +726,14 @@ def test_the_rule_index_finds_what_trying_every_rule_finds(categories, monkeypat
     ]
     paper_ids = [paper.pk for paper in papers]
 
-    monkeypatch.setattr(services, "RULE_INDEX_MIN_RULES", 10**9)
-    assert services._tagger().rule_index is None
+    monkeypatch.setattr(engine, "RULE_INDEX_MIN_RULES", 10**9)
+    assert engine._tagger().rule_index is None
     papers_tag(paper_ids=paper_ids)
     every_rule = pairs()
     Assignment.objects.all().delete()
 
-    monkeypatch.setattr(services, "RULE_INDEX_MIN_RULES", 1)
-    assert services._tagger().rule_index is not None
+    monkeypatch.setattr(engine, "RULE_INDEX_MIN_RULES", 1)
+    assert engine._tagger().rule_index is not None
     papers_tag(paper_ids=paper_ids)
 
     assert pairs() == every_rule
@@ -983,7 +759,7 @@ def test_a_curator_accepting_in_another_connection_while_tagging_deletes_wins(li
         if 'DELETE FROM "topics_assignment"' in sql and not threads:
             threads.append(
                 run_concurrently(
-                    lambda: services.assignment_decide(
+                    lambda: assignment_decide(
                         assignment=Assignment.objects.get(pk=doomed.pk),
                         state=ACCEPTED,
                         user=curator,

@@ -14,18 +14,29 @@ matches ``Straße`` and a decomposed ``ö`` matches a composed one) and respects
 (``gpt-4``, ``c++``); it must then appear with that punctuation.
 
 Syntax errors raise :class:`RuleSyntaxError` with the 0-based character position in the query.
-Plain Python, no Django: the tagging service compiles each rule once per batch and calls
-:meth:`Rule.matches_folded` on text folded once per paper with :func:`fold`.
+Plain Python, no Django: the tagging engine compiles each rule once per batch and calls
+:meth:`Rule.matches_folded` on text folded once per paper with :func:`fold`; with many rules it
+looks up the ones that may match a paper in a :class:`RuleIndex`.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Rule", "RuleSyntaxError", "compile_rule", "fold"]
+__all__ = [
+    "Rule",
+    "RuleIndex",
+    "RuleSyntaxError",
+    "compile_rule",
+    "fold",
+    "rule_index",
+    "rule_terms",
+]
 
 OPERATORS = frozenset({"AND", "OR", "NOT"})
 # Characters that end a bare word; everything else (letters, digits, "-", "+", ".") is kept.
@@ -276,3 +287,85 @@ def compile_rule(query: str) -> Rule:
     parentheses, an unclosed quote, a misplaced ``*``, nesting deeper than ``MAX_NESTING``.
     """
     return Rule(query, _Parser(query).parse())
+
+
+# --- the rule index ----------------------------------------------------------------------
+
+# A query made only of terms joined by OR: quoted phrases and plain words (what
+# rule_query_from_name builds, and most curated rules).
+_OR_OF_TERMS = re.compile(r'\s*(?:"[^"]*"|[^\s()"]+)(?:\s+OR\s+(?:"[^"]*"|[^\s()"]+))*\s*')
+_QUERY_TERM = re.compile(r'"([^"]*)"|([^\s()"]+)')
+_WORD_RUN = re.compile(r"\w+")
+
+
+@functools.lru_cache(maxsize=65536)
+def rule_terms(query: str) -> tuple[frozenset[str], ...] | None:
+    """For each term of a rule query, the runs of word characters (folded) of its words, all
+    of which a text the term matches contains as whole ``\\w+`` runs; ``None`` when the query is
+    not only terms joined by OR, or a term is a prefix (``agent*``) or a negation, or has no
+    word character. Cached: rules are few and change rarely.
+
+    A phrase or word term matches only where its words stand between whitespace or non-word
+    characters (above), so every run of word characters inside them (``self`` and
+    ``improving`` of ``self-improving``) is a whole run of the text: a paper whose runs hold
+    all the runs of no term cannot match, and the rule need not be tried.
+    """
+    if not _OR_OF_TERMS.fullmatch(query):
+        return None
+    terms = []
+    for phrase, word in _QUERY_TERM.findall(query):
+        if word == "OR":
+            continue
+        if word in ("AND", "NOT") or word.startswith("-") or word.endswith("*"):
+            return None
+        runs = frozenset(_WORD_RUN.findall(fold(phrase or word)))
+        if not runs:
+            return None
+        terms.append(runs)
+    return tuple(terms) or None
+
+
+@dataclass(frozen=True)
+class RuleIndex:
+    """Rules by word, so a tagger with many rules tries on a paper only those that may match
+    it: for each rule term, under its longest word run (likely the rarest), the rule's position
+    in the list the index was built from and all the term's runs; and the positions to try on
+    every paper (empty queries, matching by categories alone, and queries that cannot be
+    indexed, see :func:`rule_terms`). Build with :meth:`build` or :func:`rule_index`."""
+
+    by_word: dict[str, tuple[tuple[int, frozenset[str]], ...]]
+    words: frozenset[str]
+    always: tuple[int, ...]
+
+    @classmethod
+    def build(cls, rules: Sequence[Rule]) -> RuleIndex:
+        """Index ``rules``; positions in the index are positions in ``rules``."""
+        by_word: dict[str, list[tuple[int, frozenset[str]]]] = defaultdict(list)
+        always = []
+        for position, rule in enumerate(rules):
+            terms = None if rule.is_empty else rule_terms(rule.query)
+            if terms is None:
+                always.append(position)
+            for runs in terms or ():
+                by_word[max(runs, key=lambda run: (len(run), run))].append((position, runs))
+        return cls(
+            by_word={word: tuple(found) for word, found in by_word.items()},
+            words=frozenset(by_word),
+            always=tuple(always),
+        )
+
+    def candidates(self, folded: str) -> set[int]:
+        """Positions of the rules that may match the folded text."""
+        positions = set(self.always)
+        runs = set(_WORD_RUN.findall(folded))
+        for word in runs & self.words:
+            for position, term_runs in self.by_word[word]:
+                if term_runs <= runs:
+                    positions.add(position)
+        return positions
+
+
+@functools.lru_cache(maxsize=4)
+def rule_index(rules: tuple[Rule, ...]) -> RuleIndex:
+    """:meth:`RuleIndex.build`, once per process and set of rules."""
+    return RuleIndex.build(rules)

@@ -1,4 +1,4 @@
-"""``topics.classifier``: thresholds, fitting on the real recorded arXiv records, scoring,
+"""``topics.tagging.classifier``: thresholds, fitting on the real recorded arXiv records, scoring,
 explanations, storage, settings and the per-process cache of the active version."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 from papers.sources.recorded import recorded_sources
 from papers.taxonomy import UnknownCategory, get_category
-from topics import classifier as classifier_module
-from topics.classifier import (
+from topics.models import ClassifierModel
+from topics.tagging import classifier as classifier_module
+from topics.tagging.classifier import (
     ClassifierLoadError,
     ClassifierSettings,
     TopicClassifier,
@@ -25,7 +26,6 @@ from topics.classifier import (
     threshold_for_precision,
     tokenize,
 )
-from topics.models import ClassifierModel
 from topics.tests.factories import TopicFactory
 
 MATH, HEP_TH, FEW, ALL = 1, 2, 3, 4

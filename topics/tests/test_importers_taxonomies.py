@@ -1,6 +1,6 @@
-"""Taxonomy imports: rules from names, ``import_openalex_topics`` (OpenAlex's topics CSV) and
-``import_arxiv_topics`` (arXiv's categories), and how the latter shares its tree with
-``load_demo_taxonomy``."""
+"""Taxonomy imports (``topics.importers.taxonomies``): ``import_openalex_topics`` (OpenAlex's
+topics CSV) and ``import_arxiv_topics`` (arXiv's categories), how the latter shares its tree with
+``load_demo_taxonomy``, and curators' renames and merges surviving a repeat import."""
 
 import csv
 from io import StringIO
@@ -12,14 +12,10 @@ from django.core.management import CommandError, call_command
 from papers.categories import category_sync
 from papers.models import Category
 from papers.tests.factories import PaperFactory
+from topics.importers.names import rule_query_from_name
+from topics.importers.taxonomies import TaxonomyFileError, openalex_topics_parse
 from topics.models import Assignment, Topic
-from topics.rules import compile_rule
-from topics.services import (
-    TaxonomyFileError,
-    openalex_topics_parse,
-    papers_tag,
-    rule_query_from_name,
-)
+from topics.tagging.engine import papers_tag
 from topics.tests.factories import TopicFactory
 
 OPENALEX_CSV = (
@@ -46,62 +42,6 @@ def topic_state():
 def openalex_rows():
     with OPENALEX_CSV.open(encoding="utf-8", newline="") as handle:
         return list(csv.DictReader(handle))
-
-
-# --- rules from names ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("name", "description", "expected"),
-    [
-        ("GUI Agents", "", '"GUI Agents" OR "GUI Agent"'),
-        ("RL for Tool Use", "", '"RL for Tool Use" OR "Tool Use"'),
-        (
-            "Self-Improving Agents",
-            "",
-            '"Self-Improving Agents" OR "Self Improving Agents" OR "Self-Improving Agent" OR '
-            '"Self Improving Agent"',
-        ),
-        ("Physics", "", '"Physics"'),
-        ("   ", "", ""),
-        (
-            "Silicon Photonics Technology",
-            "This cluster of papers covers advances in silicon photonics technology, including "
-            "optical modulators, microcavities, nanophotonic waveguides and atomic layer "
-            "deposition (ALD). It also covers lasers.",
-            '"Silicon Photonics Technology" OR "Silicon Photonics Technologies" OR '
-            '"Silicon Photonics" OR "optical modulators" OR "optical modulator" OR '
-            '"nanophotonic waveguides" OR "nanophotonic waveguide" OR '
-            '"atomic layer deposition" OR "atomic layer depositions" OR "ALD"',
-        ),
-    ],
-)
-def test_rule_query_from_name(name, description, expected):
-    assert rule_query_from_name(name, description=description) == expected
-
-
-def test_rules_from_names_match_what_their_names_say():
-    rule = compile_rule(rule_query_from_name("GUI Agents"))
-    assert rule.matches("A GUI agent for Android")
-    assert rule.matches("Benchmarks for GUI agents")
-    assert not rule.matches("A GUI for agent debugging")
-    part_of_speech = compile_rule(
-        rule_query_from_name(
-            "Statistical Machine Translation",
-            description="This cluster of papers focuses on dependency parsing and "
-            "part-of-speech tagging.",
-        )
-    )
-    assert part_of_speech.matches("Part-of-speech tagging for Welsh")
-    assert part_of_speech.matches("Fast dependency parsing")
-
-
-def test_every_openalex_topic_gets_a_rule_that_parses(openalex_rows):
-    assert len(openalex_rows) == 4516
-    for row in openalex_rows:
-        query = rule_query_from_name(row["topic_name"], description=row["description"])
-        assert query.startswith(f'"{" ".join(row["topic_name"].split())}"')
-        compile_rule(query)  # raises RuleSyntaxError otherwise
 
 
 # --- the OpenAlex CSV ------------------------------------------------------------------------
@@ -230,7 +170,7 @@ def test_import_openalex_topics_names_a_bad_file(tmp_path):
 def test_openalex_topics_tag_papers_by_their_rules():
     path_rows = HEADER + ROW.replace("About topics.", "Covers latent Dirichlet allocation.")
     csv_file = StringIO(path_rows)
-    from topics.services import openalex_topics_import
+    from topics.importers.taxonomies import openalex_topics_import
 
     openalex_topics_import(topics=openalex_topics_parse(csv_file, source="x"))
     category_sync()
@@ -354,7 +294,7 @@ def _topic_count_by_name():
 @pytest.mark.django_db
 @pytest.mark.parametrize("keep_slug", [False, True])
 def test_import_openalex_topics_again_keeps_a_curators_rename(keep_slug):
-    from topics.curation import topic_rename
+    from topics.services import topic_rename
     from topics.tests.factories import UserFactory
 
     run("import_openalex_topics", "--field", "Mathematics")
@@ -378,7 +318,7 @@ def test_import_openalex_topics_again_keeps_a_curators_rename(keep_slug):
 
 @pytest.mark.django_db
 def test_import_openalex_topics_again_keeps_a_curators_merge():
-    from topics.curation import topic_merge
+    from topics.services import topic_merge
     from topics.tests.factories import UserFactory
 
     run("import_openalex_topics", "--field", "Mathematics")
@@ -396,7 +336,7 @@ def test_import_openalex_topics_again_keeps_a_curators_merge():
 
 
 def test_import_arxiv_topics_again_keeps_renamed_category_topics(categories):
-    from topics.curation import topic_rename
+    from topics.services import topic_rename
     from topics.tests.factories import UserFactory
 
     run("import_arxiv_topics", "--archive", "cs")

@@ -11,8 +11,8 @@ Two layers:
   :func:`classifier_active` (the active stored version, loaded once per process and version so
   that every worker scores with the same model) and :func:`classifier_explain`.
 
-Training and writing assignments are services (``topics.services.classifier_train``,
-``papers_tag``); this module never writes to the database.
+Training is :func:`topics.tagging.training.classifier_train` and writing assignments
+:func:`topics.tagging.engine.papers_tag`; this module never writes to the database.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
-from .models import ClassifierModel
+from ..models import ClassifierModel
 from .rules import fold
 
 __all__ = [
@@ -83,7 +83,7 @@ def tokenize(text: str) -> list[str]:
 
 def paper_text(title: str, abstract: str) -> str:
     """A paper's title and abstract as one folded text (NFKC, case folded; see
-    :func:`topics.rules.fold`): what rules match and what the classifier reads."""
+    :func:`topics.tagging.rules.fold`): what rules match and what the classifier reads."""
     return fold(f"{title}{TITLE_ABSTRACT_SEPARATOR}{abstract}")
 
 

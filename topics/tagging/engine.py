@@ -1,0 +1,568 @@
+"""The tagging engine: apply every active topic's rule and the active classifier to papers and
+write the machine-made assignments they call for, in batches (plan, then one COPY and a few
+guarded statements on PostgreSQL, the ORM elsewhere), with the assignment history; and queue
+that work on the ``tag`` queue.
+
+Curator decisions and ``import`` assignments are never changed or deleted here; only
+machine-made ``rule`` and ``classifier`` assignments (:data:`MACHINE_SOURCES`, no decision).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import (
+    BooleanField,
+    Case,
+    CharField,
+    ExpressionWrapper,
+    FloatField,
+    Q,
+    Value,
+    When,
+)
+from django.utils import timezone
+
+from papers.models import Paper
+
+from ..caches import topic_caches_invalidate_on_commit
+from ..models import Assignment, Topic
+from ..tasks import tag_papers
+from .classifier import (
+    SCORE_TOLERANCE,
+    TopicClassifier,
+    classifier_active,
+    classifier_settings,
+    paper_text,
+)
+from .rules import Rule, RuleIndex, RuleSyntaxError, compile_rule, rule_index
+
+__all__ = [
+    "MACHINE_SOURCES",
+    "RULE_INDEX_MIN_RULES",
+    "TAG_BATCH_SIZE",
+    "TAG_CHUNK_SIZE",
+    "TagQueueResult",
+    "chunked",
+    "papers_tag",
+    "papers_tag_enqueue",
+]
+
+logger = logging.getLogger(__name__)
+
+TAG_BATCH_SIZE = 1000
+TAG_CHUNK_SIZE = 1000
+# With this many keyword rules or more, tagging looks rules up by the words of a paper instead
+# of trying every rule on every paper (:class:`~topics.tagging.rules.RuleIndex`).
+RULE_INDEX_MIN_RULES = 64
+
+MACHINE_SOURCES = (Assignment.Source.RULE, Assignment.Source.CLASSIFIER)
+_RULE_MATCH = (Assignment.Source.RULE, Assignment.State.ACCEPTED, 1.0)
+_ASSIGNMENT_FIELDS = [field.attname for field in Assignment._meta.concrete_fields]
+
+
+def _machine_made() -> Q:
+    """Assignments no person decided (neither a decider nor a decision time: a decision whose
+    curator account was deleted keeps its time) that came from a rule or the classifier: the
+    only ones tagging may change or delete."""
+    return Q(decided_by__isnull=True, decided_at__isnull=True, source__in=MACHINE_SOURCES)
+
+
+@dataclass(frozen=True)
+class _TopicRule:
+    """A topic's rule compiled for one tagging run: the query and the category pks it needs."""
+
+    topic_id: int
+    rule: Rule
+    category_ids: frozenset[int]
+
+
+@dataclass(frozen=True)
+class _Tagger:
+    """What one :func:`papers_tag` call applies to every batch: the compiled rules, the active
+    topics, the active classifier (``None``: rules only), the review margin and whether
+    machine writes are recorded in the assignment history."""
+
+    rules: tuple[_TopicRule, ...]
+    topic_ids: frozenset[int]
+    classifier: TopicClassifier | None
+    review_margin: float
+    history: bool
+    rule_index: RuleIndex | None = None
+
+    @property
+    def change_reason(self) -> str:
+        if self.classifier is None:
+            return "tagging: rules"
+        return f"tagging: rules and classifier v{self.classifier.version}"
+
+
+@functools.lru_cache(maxsize=65536)
+def _compiled_rule(query: str) -> Rule:
+    """:func:`~topics.tagging.rules.compile_rule`, once per process and query (a rule's dozen
+    regular expressions cost more to compile than to match a batch)."""
+    return compile_rule(query)
+
+
+def _topic_rules() -> tuple[tuple[_TopicRule, ...], frozenset[int]]:
+    """Every active topic that has a rule, compiled (once per process and query), and the pks
+    of all active topics. Two queries, whatever the number of topics.
+
+    A stored query that no longer parses (edited outside the services) is logged and its topic
+    skipped, so one bad rule does not stop tagging for every other topic."""
+    category_ids: dict[int, set[int]] = defaultdict(set)
+    for topic_id, category_id in Topic.rule_categories.through.objects.filter(
+        topic__active=True
+    ).values_list("topic_id", "category_id"):
+        category_ids[topic_id].add(category_id)
+    compiled = []
+    topic_ids = set()
+    for topic_id, slug, rule_query in (
+        Topic.objects.active().order_by("pk").values_list("pk", "slug", "rule_query")
+    ):
+        topic_ids.add(topic_id)
+        if not rule_query.strip() and not category_ids[topic_id]:
+            continue
+        try:
+            rule = _compiled_rule(rule_query)
+        except RuleSyntaxError as error:
+            logger.error("Topic %s (%s): rule not applied: %s", topic_id, slug, error)
+            continue
+        compiled.append(_TopicRule(topic_id, rule, frozenset(category_ids[topic_id])))
+    return tuple(compiled), frozenset(topic_ids)
+
+
+def _tagger() -> _Tagger:
+    rules, topic_ids = _topic_rules()
+    classifier = classifier_active()
+    keyword_rules = sum(not topic_rule.rule.is_empty for topic_rule in rules)
+    index = None
+    if keyword_rules >= RULE_INDEX_MIN_RULES:
+        # Positions in the index are positions in ``rules``.
+        index = rule_index(tuple(topic_rule.rule for topic_rule in rules))
+    return _Tagger(
+        rule_index=index,
+        rules=rules,
+        topic_ids=topic_ids,
+        classifier=classifier,
+        review_margin=classifier_settings().review_margin,
+        history=getattr(settings, "TOPICS_TAGGING_HISTORY", True)
+        and getattr(settings, "SIMPLE_HISTORY_ENABLED", True),
+    )
+
+
+def chunked(items: Iterable[int], size: int) -> Iterator[list[int]]:
+    """``items`` (ids, possibly a lazy iterator, consumed once) as lists of at most ``size``."""
+    chunk: list[int] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def papers_tag(*, paper_ids: Sequence[int]) -> int:
+    """Apply every active topic's rule and the active classifier to the papers ``paper_ids``
+    (pks; unknown ones ignored), so that their machine-made assignments are what the rules and
+    the classifier say now.
+
+    - **Rules**: a paper matches a topic when the rule query matches its title and abstract
+      and, if the topic lists rule categories, its primary category or a cross-list is one of
+      them (topics without a rule are skipped). A match is an assignment with source ``rule``,
+      state ``accepted``, score 1.0.
+    - **Classifier** (when a version is active, see ``topics.tagging.classifier``): for a topic
+      with a model and no rule match, a score at or above the topic's threshold is a ``classifier``
+      assignment, ``accepted``; a score within ``TOPICS_CLASSIFIER_REVIEW_MARGIN`` below it is
+      ``pending`` (the review queue, not shown on pages). Scores are in [0, 1], 4 decimals.
+    - A machine-made (no decider, no decision time) ``rule`` or ``classifier`` assignment that
+      neither supports any more is removed; without an active classifier, ``classifier``
+      assignments are left as they are (nothing can judge them).
+    - Curator decisions and ``import`` assignments are never changed or deleted, and no
+      machine assignment is created where one of them exists.
+
+    Work goes in batches of :data:`TAG_BATCH_SIZE` papers, one transaction each, in a fixed
+    number of queries whatever the batch holds: three reads (papers, cross-lists, existing
+    assignments), then on PostgreSQL the batch's plan is copied (COPY) into a temporary table
+    and applied by at most one INSERT, one UPDATE and one DELETE, each writing the history rows
+    of exactly the rows it wrote in the same statement; other databases take the ORM with a
+    few more statements. ``TOPICS_TAGGING_HISTORY`` (default on) records machine writes in the
+    assignment history, one row per assignment written, in bulk per batch, with the change
+    reason "tagging: rules and classifier vN" ("tagging: rules" without a classifier).
+    Running it twice leaves the same database (the second run writes nothing). A classifier
+    score that moved by less than 0.01 is not rewritten.
+
+    Returns the number of assignments created, changed or removed (a creation that loses a
+    race to a concurrent curator addition is still counted; the curator's row wins).
+    Raises ``topics.tagging.classifier.ClassifierLoadError`` when the active classifier cannot be
+    loaded (nothing is written then).
+    """
+    tagger = _tagger()
+    written = 0
+    for batch in chunked(sorted(set(paper_ids)), TAG_BATCH_SIZE):
+        written += _tag_batch(batch, tagger)
+    return written
+
+
+def _wanted_assignments(
+    papers: list[tuple[int, str, str, int]], cross_lists: dict[int, set[int]], tagger: _Tagger
+) -> dict[tuple[int, int], tuple[str, str, float]]:
+    """``(paper pk, topic pk) -> (source, state, score)`` the rules and classifier give."""
+    wanted: dict[tuple[int, int], tuple[str, str, float]] = {}
+    classifier = tagger.classifier
+    texts = []
+    for paper_id, title, abstract, primary_category_id in papers:
+        category_ids = {primary_category_id, *cross_lists[paper_id]}
+        # Folded on first need: category-only rules never need the text, the classifier does.
+        folded = paper_text(title, abstract) if classifier is not None else None
+        if classifier is not None:
+            texts.append(folded)
+        rules = tagger.rules
+        if tagger.rule_index is not None:
+            folded = folded or paper_text(title, abstract)
+            rules = [rules[position] for position in tagger.rule_index.candidates(folded)]
+        for topic_rule in rules:
+            if topic_rule.category_ids and topic_rule.category_ids.isdisjoint(category_ids):
+                continue
+            if not topic_rule.rule.is_empty:
+                if folded is None:
+                    folded = paper_text(title, abstract)
+                if not topic_rule.rule.matches_folded(folded):
+                    continue
+            wanted[(paper_id, topic_rule.topic_id)] = _RULE_MATCH
+    if classifier is not None:
+        for candidate in classifier.candidates(texts, margin=tagger.review_margin):
+            key = (papers[candidate.row][0], candidate.topic_id)
+            if key in wanted or candidate.topic_id not in tagger.topic_ids:
+                continue
+            state = Assignment.State.ACCEPTED if candidate.accepted else Assignment.State.PENDING
+            wanted[key] = (Assignment.Source.CLASSIFIER, state, candidate.score)
+    return wanted
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """An assignment as tagging reads it: ``machine`` is true for a machine-made ``rule`` or
+    ``classifier`` assignment (the only kind tagging may change)."""
+
+    pk: int
+    topic_id: int
+    source: str
+    state: str
+    score: float | None
+    machine: bool
+
+
+def _needs_update(stored: _Stored, target: tuple[str, str, float]) -> bool:
+    source, state, score = target
+    if (stored.source, stored.state) != (source, state) or stored.score is None:
+        return True
+    if source == Assignment.Source.RULE:
+        return stored.score != score
+    return abs(stored.score - score) >= SCORE_TOLERANCE
+
+
+def _batch_filter(paper_ids: list[int], field: str) -> dict:
+    """Filter arguments selecting the sorted ``paper_ids`` by ``field``: a range when they are
+    dense (what harvests and ``tag --all`` send: mostly consecutive pks), which costs the ORM
+    a fraction of an IN list of a thousand parameters to compile; the caller drops rows of
+    papers outside the batch. An IN list otherwise."""
+    if paper_ids[-1] - paper_ids[0] < 2 * len(paper_ids):
+        return {f"{field}__gte": paper_ids[0], f"{field}__lte": paper_ids[-1]}
+    return {f"{field}__in": paper_ids}
+
+
+def _tag_batch(paper_ids: list[int], tagger: _Tagger) -> int:
+    with transaction.atomic():
+        started = timezone.now()
+        batch = set(paper_ids)
+        cross_lists: dict[int, set[int]] = defaultdict(set)
+        for paper_id, category_id in Paper.cross_lists.through.objects.filter(
+            **_batch_filter(paper_ids, "paper_id")
+        ).values_list("paper_id", "category_id"):
+            cross_lists[paper_id].add(category_id)
+        papers = [
+            row
+            for row in Paper.objects.filter(**_batch_filter(paper_ids, "pk")).values_list(
+                "pk", "title", "abstract", "primary_category_id"
+            )
+            if row[0] in batch
+        ]
+        wanted = _wanted_assignments(papers, cross_lists, tagger)
+
+        # The machine-made test in SQL: no timestamps to parse for every row.
+        existing = {
+            (paper_id, topic_id): _Stored(pk, topic_id, source, state, score, machine)
+            for pk, paper_id, topic_id, source, state, score, machine in Assignment.objects.filter(
+                **_batch_filter(paper_ids, "paper_id")
+            )
+            .annotate(machine=ExpressionWrapper(_machine_made(), output_field=BooleanField()))
+            .values_list("pk", "paper_id", "topic_id", "source", "state", "score", "machine")
+            if paper_id in batch
+        }
+        to_create = sorted(key for key in wanted if key not in existing)
+        to_update: list[tuple[_Stored, tuple[str, str, float]]] = []
+        to_delete: list[_Stored] = []
+        for key, stored in existing.items():
+            if not stored.machine:
+                continue
+            target = wanted.get(key)
+            if target is not None:
+                if _needs_update(stored, target):
+                    to_update.append((stored, target))
+            elif stored.source == Assignment.Source.RULE or tagger.classifier is not None:
+                to_delete.append(stored)
+
+        plan = _TagPlan(
+            create=[(*key, *wanted[key]) for key in to_create],
+            update=[(stored.pk, *target) for stored, target in to_update],
+            delete=[stored.pk for stored in to_delete],
+        )
+        write = _plan_write_sql if connection.vendor == "postgresql" else _plan_write_orm
+        written = write(plan, paper_ids, tagger, started)
+        topic_caches_invalidate_on_commit(
+            {topic_id for _, topic_id in to_create}
+            | {stored.topic_id for stored, _ in to_update}
+            | {stored.topic_id for stored in to_delete}
+        )
+    return written
+
+
+@dataclass(frozen=True)
+class _TagPlan:
+    """What one batch writes: ``create`` rows ``(paper pk, topic pk, source, state, score)``,
+    ``update`` rows ``(assignment pk, source, state, score)``, ``delete`` assignment pks."""
+
+    create: list[tuple[int, int, str, str, float]]
+    update: list[tuple[int, str, str, float]]
+    delete: list[int]
+
+
+_PLAN_TABLE = "topics_tagging_plan"
+
+
+@functools.cache
+def _plan_sql() -> dict[str, str]:
+    """The PostgreSQL statements of :func:`_plan_write_sql`, built from the models' tables."""
+    quote = connection.ops.quote_name
+    table = quote(Assignment._meta.db_table)
+    historical = Assignment.history.model
+    tracked = [field.column for field in historical.tracked_fields]
+    tracked_sql = ", ".join(quote(column) for column in tracked)
+    history_columns = ", ".join(
+        [*map(quote, tracked), "history_date", "history_change_reason", "history_type"]
+    )
+    guard = (
+        "a.decided_by_id IS NULL AND a.decided_at IS NULL AND a.source IN "
+        f"({', '.join(repr(str(source)) for source in MACHINE_SOURCES)})"
+    )
+
+    def recorded(statement: str, history_type: str, alias: str = "") -> str:
+        # The written rows go straight into the history table: one statement, exact rows.
+        returning = ", ".join(f"{alias}{quote(column)}" for column in tracked)
+        return (
+            f"WITH written AS ({statement} RETURNING {returning}) "
+            f"INSERT INTO {quote(historical._meta.db_table)} ({history_columns}) "
+            f"SELECT {tracked_sql}, %(now)s, %(reason)s, '{history_type}' FROM written"
+        )
+
+    create = (
+        f"INSERT INTO {table} (created_at, updated_at, paper_id, topic_id, source, state, score) "
+        f"SELECT %(now)s, %(now)s, paper_id, topic_id, source, state, score FROM {_PLAN_TABLE} "
+        "WHERE action = 'c' ORDER BY paper_id, topic_id "
+        # A curator's assignment added since the batch's read wins.
+        "ON CONFLICT (paper_id, topic_id) DO NOTHING"
+    )
+    update = (
+        f"UPDATE {table} AS a SET source = p.source, state = p.state, score = p.score, "
+        f"updated_at = %(now)s FROM {_PLAN_TABLE} AS p WHERE p.action = 'u' AND a.id = p.id "
+        f"AND {guard}"
+    )
+    delete = (
+        f"DELETE FROM {table} AS a USING {_PLAN_TABLE} AS p WHERE p.action = 'd' "
+        f"AND a.id = p.id AND {guard}"
+    )
+    return {
+        "prepare": (
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {_PLAN_TABLE} (action char(1) NOT NULL, "
+            "id bigint, paper_id bigint, topic_id bigint, source varchar(16), "
+            "state varchar(16), score double precision) ON COMMIT DELETE ROWS; "
+            f"DELETE FROM {_PLAN_TABLE}"
+        ),
+        "copy": (
+            f"COPY {_PLAN_TABLE} (action, id, paper_id, topic_id, source, state, score) FROM STDIN"
+        ),
+        "create": create,
+        "update": update,
+        "delete": delete,
+        "create_recorded": recorded(create, "+"),
+        "update_recorded": recorded(update, "~", "a."),
+        "delete_recorded": recorded(delete, "-", "a."),
+    }
+
+
+def _plan_write_sql(plan: _TagPlan, paper_ids: list[int], tagger: _Tagger, now) -> int:
+    """Write a batch's plan on PostgreSQL: COPY it into a temporary table, then one INSERT,
+    UPDATE and DELETE from there, each with the machine-made guard and, with history on,
+    writing the history rows of exactly the rows it wrote in the same statement. Returns the
+    rows created (as planned), updated and deleted."""
+    if not (plan.create or plan.update or plan.delete):
+        return 0
+    statements = _plan_sql()
+    params = {"now": now, "reason": tagger.change_reason}
+    suffix = "_recorded" if tagger.history else ""
+    with connection.cursor() as cursor:
+        cursor.execute(statements["prepare"])
+        with cursor.cursor.copy(statements["copy"]) as copy:
+            for paper_id, topic_id, source, state, score in plan.create:
+                copy.write_row(("c", None, paper_id, topic_id, source, state, score))
+            for pk, source, state, score in plan.update:
+                copy.write_row(("u", pk, None, None, source, state, score))
+            for pk in plan.delete:
+                copy.write_row(("d", pk, None, None, None, None, None))
+        written = len(plan.create)
+        if plan.create:
+            cursor.execute(statements["create" + suffix], params)
+        for action, rows in (("update", plan.update), ("delete", plan.delete)):
+            if rows:
+                cursor.execute(statements[action + suffix], params)
+                written += cursor.rowcount
+    return written
+
+
+def _plan_write_orm(plan: _TagPlan, paper_ids: list[int], tagger: _Tagger, now) -> int:
+    """Write a batch's plan through the ORM (databases other than PostgreSQL, such as the
+    embedded SQLite default): the same guards and history rows as :func:`_plan_write_sql`,
+    in a few more statements."""
+    full_rows = {}
+    if tagger.history and (plan.update or plan.delete):
+        full_rows = {
+            row["id"]: row
+            for row in Assignment.objects.filter(
+                pk__in=[pk for pk, *_ in plan.update] + plan.delete
+            ).values(*_ASSIGNMENT_FIELDS)
+        }
+    written = 0
+    if plan.create:
+        Assignment.objects.bulk_create(
+            [
+                Assignment(
+                    paper_id=paper_id, topic_id=topic_id, source=source, state=state, score=score
+                )
+                for paper_id, topic_id, source, state, score in plan.create
+            ],
+            # A curator's assignment added since the batch's read wins.
+            ignore_conflicts=True,
+        )
+        written += len(plan.create)
+        if tagger.history:
+            # With ignore_conflicts the database returns no keys: read back what was made.
+            keys = {(paper_id, topic_id) for paper_id, topic_id, *_ in plan.create}
+            _history_write(
+                [
+                    row
+                    for row in Assignment.objects.filter(_machine_made())
+                    .filter(paper_id__in=paper_ids, created_at__gte=now)
+                    .values(*_ASSIGNMENT_FIELDS)
+                    if (row["paper_id"], row["topic_id"]) in keys
+                ],
+                "+",
+                tagger,
+                now,
+            )
+    if plan.update:
+
+        def per_row(index: int, output_field):
+            return Case(
+                *[When(pk=row[0], then=Value(row[index])) for row in plan.update],
+                output_field=output_field,
+            )
+
+        # The machine-made guard again: a curator decision made since the read must stay.
+        written += (
+            Assignment.objects.filter(_machine_made())
+            .filter(pk__in=[pk for pk, *_ in plan.update])
+            .update(
+                source=per_row(1, CharField()),
+                state=per_row(2, CharField()),
+                score=per_row(3, FloatField()),
+                updated_at=now,
+            )
+        )
+        if tagger.history:
+            changed = [
+                {
+                    **full_rows[pk],
+                    "source": source,
+                    "state": state,
+                    "score": score,
+                    "updated_at": now,
+                }
+                for pk, source, state, score in plan.update
+                if pk in full_rows
+            ]
+            _history_write(changed, "~", tagger, now)
+    if plan.delete:
+        if tagger.history:
+            _history_write(
+                [full_rows[pk] for pk in plan.delete if pk in full_rows], "-", tagger, now
+            )
+        doomed = Assignment.objects.filter(_machine_made()).filter(pk__in=plan.delete)
+        # A DELETE without per-row signals: QuerySet.delete() would fetch the rows and have
+        # django-simple-history insert one history row per deleted assignment; the history
+        # rows were written above in one INSERT. Assignments have no dependent rows.
+        written += doomed._raw_delete(doomed.db)
+    return written
+
+
+def _history_write(rows: Iterable[dict], history_type: str, tagger: _Tagger, when) -> None:
+    """One bulk INSERT of history rows (``"+"``, ``"~"`` or ``"-"``) for assignment ``rows``
+    (dicts of every concrete field by attname), as django-simple-history would write them one
+    by one on save or delete."""
+    historical = Assignment.history.model
+    tracked = [field.attname for field in historical.tracked_fields]
+    historical.objects.bulk_create(
+        [
+            historical(
+                history_date=when,
+                history_type=history_type,
+                history_change_reason=tagger.change_reason,
+                history_user=None,
+                **{name: row[name] for name in tracked},
+            )
+            for row in rows
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class TagQueueResult:
+    """What :func:`papers_tag_enqueue` queued: ``chunks`` tasks covering ``papers`` paper ids."""
+
+    chunks: int
+    papers: int
+
+
+def papers_tag_enqueue(
+    *, paper_ids: Iterable[int], chunk_size: int = TAG_CHUNK_SIZE
+) -> TagQueueResult:
+    """Queue ``topics.tasks.tag_papers`` for ``paper_ids`` in chunks of ``chunk_size`` ids.
+
+    Each task is sent when the surrounding transaction commits (at once outside one). With the
+    embedded default the tasks run eagerly in-process; with a broker they go to the ``tag``
+    queue. ``paper_ids`` may be a lazy iterator (it is consumed once).
+    """
+    chunks = papers = 0
+    for chunk in chunked(paper_ids, chunk_size):
+        transaction.on_commit(partial(tag_papers.delay, chunk))
+        chunks += 1
+        papers += len(chunk)
+    return TagQueueResult(chunks=chunks, papers=papers)
