@@ -16,7 +16,7 @@ from topics.models import Topic
 from topics.selectors import topic_newest_paper_ids
 
 from .models import Follow
-from .selectors import user_follow_matches
+from .selectors import scoped_search_matches, user_follow_matches
 
 # Authors named in an Atom entry; large collaborations list thousands.
 ATOM_AUTHORS = 10
@@ -79,10 +79,8 @@ class FeedPapers:
 
 
 def _search_paper_ids(*, user) -> QuerySet:
-    from .selectors import _scoped_matches
-
     return (
-        _scoped_matches()
+        scoped_search_matches()
         .filter(follow__user=user, follow__kind=Follow.Kind.SEARCH)
         .values("paper_id")
     )
