@@ -5,9 +5,9 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from topics.lookups import active_topic_or_redirect
 from topics.models import Topic
 from topics.selectors import topic_ancestors
-from topics.views import active_topic_or_redirect
 
 from .answers import topic_answer
 from .forms import AskForm

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from follows.models import Follow
 from follows.selectors import follow_papers
-from papers.models import Paper
+from topics.cards import PaperCard, paper_cards
 
 from .models import Digest, DigestItem
 
@@ -126,15 +126,15 @@ def digest_new_papers(
 
 @dataclass
 class DigestSection:
-    """One follow's part of a digest email: ``papers`` shown (with ``shown_authorships``,
-    ``primary_category``), ``more`` counted but not shown, ``url`` (absolute) of the follow on
+    """One follow's part of a digest email: ``papers`` shown (``topics.cards.PaperCard``),
+    ``more`` counted but not shown, ``url`` (absolute) of the follow on
     the site, ``unsubscribe_url`` (absolute, set by the email builder). ``follow`` is None for
     papers whose follow was removed since."""
 
     follow: Follow | None
     label: str
     url: str
-    papers: list[Paper] = field(default_factory=list)
+    papers: list[PaperCard] = field(default_factory=list)
     more: int = 0
     unsubscribe_url: str = ""
 
@@ -142,12 +142,14 @@ class DigestSection:
 def digest_sections(*, digest: Digest) -> list[DigestSection]:
     """The email content of ``digest`` from its stored items, one section per follow (topics
     first, then saved searches, each by label), papers newest submitted first, at most
-    ``DIGESTS_PAPERS_PER_FOLLOW`` shown per follow. Four queries whatever the number of papers."""
+    ``DIGESTS_PAPERS_PER_FOLLOW`` shown per follow. Two queries on PostgreSQL (the items with
+    their follows, and the cards: ``topics.cards.paper_cards``), five elsewhere, whatever the
+    number of papers."""
     limit = settings.DIGESTS_PAPERS_PER_FOLLOW
     items = list(DigestItem.objects.filter(digest=digest).select_related("follow", "follow__topic"))
     papers = {
-        paper.pk: paper
-        for paper in Paper.objects.filter(pk__in=[item.paper_id for item in items]).for_cards()
+        card.pk: card
+        for card in paper_cards(paper_ids=list(dict.fromkeys(item.paper_id for item in items)))
     }
     sections: dict[int | None, DigestSection] = {}
     for item in items:

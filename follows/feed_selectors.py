@@ -5,16 +5,18 @@ runs a fixed number of queries whatever the number of papers.
 
 import datetime as dt
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet
 from django.db.models.lookups import StartsWith
 
 from papers.models import Authorship, Paper
+from topics.cards import PaperCard, paper_cards
 from topics.models import Topic
-from topics.selectors import PaperCard, paper_cards, topic_newest_paper_ids
+from topics.selectors import topic_newest_paper_ids
 
 from .models import Follow
-from .selectors import user_follow_matches
+from .selectors import scoped_search_matches, user_follow_matches
 
 # Authors named in an Atom entry; large collaborations list thousands.
 ATOM_AUTHORS = 10
@@ -31,13 +33,13 @@ class FeedPapers:
     """The newest papers of everything a user follows (as ``follows.selectors.user_papers``:
     distinct, submitted descending then id descending), at most ``FEED_MAX_PAPERS`` of them,
     as Django's ``Paginator`` takes them: ``count()`` and slicing, a slice being a list of
-    ``topics.selectors.PaperCard`` (what a card shows, as on the topic page, and when the
+    ``topics.cards.PaperCard`` (what a card shows, as on the topic page, and when the
     paper was stored). ``capped`` tells whether there were more.
 
     Reads the ids once, on first use, in one query: the newest accepted assignments of each
     topic in the followed topics' subtrees and the saved searches' newest papers, merged (one
     index range scan per topic, see ``topics.selectors.topic_newest_paper_ids``). A slice
-    then loads its cards in one query on PostgreSQL (``topics.selectors.paper_cards``).
+    then loads its cards in one query on PostgreSQL (``topics.cards.paper_cards``).
     """
 
     def __init__(self, *, user):
@@ -77,10 +79,8 @@ class FeedPapers:
 
 
 def _search_paper_ids(*, user) -> QuerySet:
-    from .selectors import _scoped_matches
-
     return (
-        _scoped_matches()
+        scoped_search_matches()
         .filter(follow__user=user, follow__kind=Follow.Kind.SEARCH)
         .values("paper_id")
     )
@@ -92,19 +92,34 @@ def feed_card_papers(*, user) -> FeedPapers:
     return FeedPapers(user=user)
 
 
+@dataclass
+class FeedItem:
+    """A card on the feed page: the paper's ``card``, the reader's follows that matched it
+    (``matched_follows``: topics first, then searches, each by label) and whether it was
+    ``seen`` (stored before the reader's previous visit)."""
+
+    card: PaperCard
+    matched_follows: list[Follow] = field(default_factory=list)
+    seen: bool = False
+
+
 def feed_mark(
     *, user, papers: Iterable[PaperCard], seen_before: dt.datetime | None
-) -> list[PaperCard]:
-    """``papers`` as a list, each given ``matched_follows`` (``user``'s follows that matched
-    it, topics first then searches, each by label) and ``seen`` (True when the paper was stored
-    before ``seen_before``; always False when ``seen_before`` is None). The queries of
-    ``user_follow_matches`` only, however many papers."""
-    papers = list(papers)
-    matches = user_follow_matches(user=user, paper_ids=[paper.pk for paper in papers])
-    for paper in papers:
-        paper.matched_follows = matches.get(paper.pk, [])
-        paper.seen = seen_before is not None and paper.created_at < seen_before
-    return papers
+) -> list[FeedItem]:
+    """A :class:`FeedItem` for each card of ``papers``, in order: ``user``'s follows that
+    matched it, and ``seen`` True when the paper was stored before ``seen_before`` (always
+    False when ``seen_before`` is None). The queries of ``user_follow_matches`` only, however
+    many papers."""
+    cards = list(papers)
+    matches = user_follow_matches(user=user, paper_ids=[card.pk for card in cards])
+    return [
+        FeedItem(
+            card=card,
+            matched_follows=matches.get(card.pk, []),
+            seen=seen_before is not None and card.created_at < seen_before,
+        )
+        for card in cards
+    ]
 
 
 def atom_papers(papers: QuerySet[Paper], *, limit: int = ATOM_ENTRIES) -> list[Paper]:

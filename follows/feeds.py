@@ -17,9 +17,9 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
 
+from topics.lookups import active_topic_or_redirect
 from topics.models import Topic
 from topics.selectors import topic_papers
-from topics.views import active_topic_or_redirect
 
 from .feed_selectors import ATOM_ENTRIES, atom_papers
 from .feed_services import private_feed_state, private_feed_token

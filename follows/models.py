@@ -110,7 +110,7 @@ class SearchMatch(models.Model):
         return f"{self.paper_id} matches follow {self.follow_id}"
 
 
-# --- Personal feed state (the /feed/ page and the private Atom feed; issue 5) ---------------
+# --- Personal feed state (the /feed/ page and the private Atom feed) ------------------------
 
 
 def new_private_feed_key() -> str:

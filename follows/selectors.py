@@ -31,6 +31,7 @@ __all__ = [
     "follow_papers",
     "follower_count",
     "follows_export",
+    "scoped_search_matches",
     "user_follow_matches",
     "user_follows",
     "user_papers",
@@ -41,9 +42,10 @@ EXPORT_VERSION = 1
 _TopicScope = Follow.topic_scope.through
 
 
-def _scoped_matches() -> QuerySet[SearchMatch]:
-    """Stored matches that pass their search's topic scope (no scope, or an accepted
-    assignment of the paper in a scope topic or a descendant)."""
+def scoped_search_matches() -> QuerySet[SearchMatch]:
+    """Stored saved-search matches (``SearchMatch``) that pass their search's topic scope (no
+    scope, or an accepted assignment of the paper in a scope topic or a descendant), as a
+    queryset to filter further; no query until evaluated."""
     scope = _TopicScope.objects.filter(follow_id=OuterRef("follow_id"))
     in_scope = scope.filter(
         Exists(
@@ -71,7 +73,7 @@ def follow_papers(*, follow: Follow) -> QuerySet[Paper]:
     newest first (submitted descending, then id descending). One query when evaluated."""
     if follow.kind == Follow.Kind.TOPIC:
         return topic_papers(topic=follow.topic)
-    matches = _scoped_matches().filter(follow_id=follow.pk).values("paper_id")
+    matches = scoped_search_matches().filter(follow_id=follow.pk).values("paper_id")
     return Paper.objects.filter(pk__in=matches).newest_first()
 
 
@@ -92,7 +94,7 @@ def user_papers(*, user, since: dt.datetime | dt.date | None = None) -> QuerySet
         Assignment.objects.accepted().filter(topic_id__in=subtree_topic_ids).values("paper_id")
     )
     search_paper_ids = (
-        _scoped_matches()
+        scoped_search_matches()
         .filter(follow__user=user, follow__kind=Follow.Kind.SEARCH)
         .values("paper_id")
     )

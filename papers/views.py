@@ -1,5 +1,6 @@
-"""Paper pages: everything stored about one paper. ``papers`` knows nothing of topics, so the
-page shows no topics; its template leaves an empty ``paper_topics`` block for that.
+"""Paper pages: everything stored about one paper, and the topics it is in. This code knows
+nothing of topics: the template lists them with the ``paper_topics`` tag of ``topics``
+(``topics/templatetags/topics_tags.py``), the accepted active topics as links.
 """
 
 from django.db.models import Prefetch

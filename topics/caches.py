@@ -21,7 +21,9 @@ from topicsite.signals import content_changed
 
 from .models import Topic, TopicStats
 
-INDEX_CACHE_PREFIX = "topics:index:v1"
+# The index is cached pickled: the version moves on whenever its classes move or change shape
+# (v2: they moved to topics.index), so no process reads an entry it cannot unpickle.
+INDEX_CACHE_PREFIX = "topics:index:v2"
 # Bumped by :func:`topic_index_cache_invalidate`; part of every topics index cache key.
 INDEX_GENERATION_KEY = f"{INDEX_CACHE_PREFIX}:generation"
 

@@ -29,6 +29,7 @@ from django.utils import timezone
 from papers.models import Paper
 
 from .models import Assignment, Topic, TopicStats
+from .selectors import topic_stats_loaded
 
 __all__ = [
     "CHART_WEEKS",
@@ -185,8 +186,6 @@ def topic_momentum_stored(*, topic: Topic, as_of: dt.date | None = None) -> Mome
     latest = Paper.objects.aggregate(newest=Max("submitted"), last=Max("id"))
     if as_of is None:
         as_of = latest["newest"] or timezone.localdate()
-    from .selectors import topic_stats_loaded  # selectors import this module
-
     stats = topic_stats_loaded(topic)
     if stats is None:
         stats, _ = TopicStats.objects.get_or_create(topic_id=topic.pk)

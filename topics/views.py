@@ -1,20 +1,21 @@
 """Reader-facing topic pages: the index and a topic page with momentum and paper cards
 (asking a topic lives in the ``ask`` app). Read-only; all reads go through
-``topics.selectors`` and ``topics.momentum``.
+``topics.selectors``, ``topics.cards``, ``topics.index`` and ``topics.momentum``.
 """
 
 from django.core.cache import cache
-from django.http import Http404, HttpResponsePermanentRedirect
 from django.shortcuts import render
 from django.template import engines
-from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
 from topicsite import pagecache
 from topicsite.pagecache import cache_anonymous_page
 
+from . import index as topics_index
 from . import selectors
+from .cards import topic_card_page
+from .lookups import active_topic_or_redirect
 from .models import Topic
 from .momentum import momentum_chart, momentum_sentence, topic_momentum_stored
 
@@ -28,21 +29,6 @@ INDEX_QUERY_MAX_LENGTH = 100
 INDEX_SORT_LABELS = (("name", "Name"), ("size", "Size"), ("rising", "Rising"))
 
 
-def active_topic_or_redirect(request, slug: str, view_name: str):
-    """The active topic with ``slug``; for an old slug of a renamed or merged-away topic, a 301
-    to ``view_name`` at the topic's slug now (the query string kept). Raises ``Http404`` for
-    anything else."""
-    # With its stats row: the momentum and paper count read it without a query of their own.
-    topic = selectors.topic_by_slug(slug, queryset=Topic.objects.select_related("stats"))
-    if topic is None:
-        raise Http404("No active topic has this address.")
-    if topic.slug == slug:
-        return topic
-    url = reverse(view_name, kwargs={"slug": topic.slug})
-    query = request.META.get("QUERY_STRING", "")
-    return HttpResponsePermanentRedirect(f"{url}?{query}" if query else url)
-
-
 @require_safe
 @cache_anonymous_page(query_params=("sort",))
 def topic_index(request):
@@ -50,22 +36,22 @@ def topic_index(request):
     figure and 12-week sparkline.
 
     ``?sort=name`` (default) shows the tree, children by name; ``size`` and ``rising`` a flat
-    ranked list (see :func:`topics.selectors.topic_index_ranked`); any other value falls back
+    ranked list (see :func:`topics.index.topic_index_ranked`); any other value falls back
     to ``name``. ``?q=`` lists the topics whose names hold every word of it (at most
     ``INDEX_QUERY_MAX_LENGTH`` characters are used), ranked by ``sort``. A fixed number of
     queries whatever the number of topics.
     """
     raw_sort = request.GET.get("sort")
-    sort = raw_sort if raw_sort in selectors.INDEX_SORTS else "name"
+    sort = raw_sort if raw_sort in topics_index.INDEX_SORTS else "name"
     raw_query = request.GET.get("q", "").strip()
     query = raw_query[:INDEX_QUERY_MAX_LENGTH].strip()
-    index = selectors.topic_index()
+    index = topics_index.topic_index()
     results = None
     if query:
-        matches = selectors.topic_index_matching(index, query=query)
-        results = selectors.topic_index_ranked(index, sort=sort, topics=matches)
+        matches = topics_index.topic_index_matching(index, query=query)
+        results = topics_index.topic_index_ranked(index, sort=sort, topics=matches)
     elif sort != "name":
-        results = selectors.topic_index_ranked(index, sort=sort)
+        results = topics_index.topic_index_ranked(index, sort=sort)
     context = {
         "index": index,
         "sort": sort,
@@ -74,8 +60,8 @@ def topic_index(request):
         "query_shortened": len(raw_query) > INDEX_QUERY_MAX_LENGTH,
         "query_max_length": INDEX_QUERY_MAX_LENGTH,
         "results": results,
-        "rising_min_papers": selectors.RISING_MIN_PAPERS,
-        "fragment_seconds": selectors.INDEX_CACHE_SECONDS,
+        "rising_min_papers": topics_index.RISING_MIN_PAPERS,
+        "fragment_seconds": topics_index.INDEX_CACHE_SECONDS,
     }
     response = render(request, "topics/topic_index.html", context)
     if raw_sort is not None and raw_sort != sort:  # an unknown sort shows the tree, unstored
@@ -92,7 +78,7 @@ def _topic_cards_html(topic: Topic, raw_number, subtree_ids: list[int]) -> tuple
     to papers, authors and topics that no count sees); an entry of an older generation or
     version is rebuilt by one request at a time (a ``cache.add`` lock) while the others serve
     it as it is. Without a cache every request builds the page (a fixed number of queries,
-    see ``selectors.topic_card_page``).
+    see ``topics.cards.topic_card_page``).
     """
     stats = selectors.topic_stats(topic=topic, subtree_ids=subtree_ids)
     number = selectors.topic_page_number(
@@ -106,7 +92,7 @@ def _topic_cards_html(topic: Topic, raw_number, subtree_ids: list[int]) -> tuple
         stamp, html = entry
         if stamp == current or not cache.add(f"{key}:lock", 1, timeout=CARDS_LOCK_SECONDS):
             return mark_safe(html), stats.paper_count, number  # noqa: S308 - our own template
-    page = selectors.topic_card_page(
+    page = topic_card_page(
         topic=topic,
         number=number,
         per_page=PAPERS_PER_PAGE,
@@ -129,7 +115,7 @@ def topic_detail(request, slug):
 
     404 for an unknown or inactive topic; 301 to the new address for an old slug of a renamed
     or merged-away topic. The query count does not depend on the number of cards or chips, nor
-    the time on the size of the topic (see ``selectors.topic_card_page``); the rendered cards
+    the time on the size of the topic (see ``topics.cards.topic_card_page``); the rendered cards
     are cached (see :func:`_topic_cards_html`), and the whole page for anonymous readers
     (``topicsite.pagecache``).
     """

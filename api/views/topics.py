@@ -19,9 +19,9 @@ from rest_framework.response import Response
 
 from papers.models import Paper
 from topics import selectors as topic_selectors
+from topics.lookups import active_topic_or_redirect
 from topics.models import Topic
 from topics.momentum import topic_momentum
-from topics.views import active_topic_or_redirect
 
 from .. import exports
 from ..filters import PaperFilter, PaperOrderingFilter, TopicFilter

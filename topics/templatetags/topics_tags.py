@@ -23,9 +23,8 @@ def paper_topics(paper):
 
 @register.simple_tag
 def paper_card(paper):
-    """The card of ``paper`` (a ``topics.selectors.PaperCard``, or a ``Paper`` with what
-    ``topic_card_papers`` prepares), rendered from the Jinja2 template
-    ``jinja_templates/topics/_paper_card.html`` that topic pages use too."""
+    """The card of ``paper`` (a ``topics.cards.PaperCard``), rendered from the Jinja2
+    template ``jinja_templates/topics/_paper_card.html`` that topic pages use too."""
     return mark_safe(  # noqa: S308 - an autoescaping Jinja2 template of ours
         engines["jinja2"].get_template("topics/_paper_card.html").render({"paper": paper})
     )

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from papers.categories import category_sync
 from papers.tests.factories import PaperFactory
-from topics import caches, selectors
+from topics import caches, index
 from topics.models import Assignment, Topic
 from topics.momentum import topic_momentum, topics_momentum
 from topics.tests.factories import AssignmentFactory, TopicFactory
@@ -234,15 +234,15 @@ def test_sort_by_rising_ranks_share_gain_and_puts_small_topics_last(client, rank
 
 
 def test_rising_figure_is_the_change_of_share_in_points(ranked_topics):
-    index = selectors.topic_index()
-    by_name = {t.name: t for t in index.topics}
-    assert (index.all_recent, index.all_before) == (20, 10)
+    topics_index = index.topic_index()
+    by_name = {t.name: t for t in topics_index.topics}
+    assert (topics_index.all_recent, topics_index.all_before) == (20, 10)
     assert by_name["Delta"].rising == pytest.approx(20.0)
     assert by_name["Beta"].rising == pytest.approx(-45.0)
     assert by_name["Gamma"].rising == pytest.approx(10.0)
     assert not by_name["Gamma"].rising_ranked and by_name["Alpha"].rising_ranked
     with pytest.raises(ValueError, match="unknown sort 'bogus'"):
-        selectors.topic_index_ranked(index, sort="bogus")
+        index.topic_index_ranked(topics_index, sort="bogus")
 
 
 def test_unknown_sort_falls_back_to_the_name_tree(client, ranked_topics):

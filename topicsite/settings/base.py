@@ -150,7 +150,7 @@ vars().update(EMAIL_CONFIG)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="topicsite <noreply@localhost>")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 
-# --- accounts (django-allauth; issue 5) ---
+# --- accounts (django-allauth) ---
 # Readers sign in with their email address; allauth derives the (hidden) username from it.
 ACCOUNT_LOGIN_METHODS = {"email"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
@@ -187,7 +187,7 @@ ACCOUNT_RATE_LIMITS = {
 # 0 (no proxy) uses the connection's address. Rate limits are counted per client address.
 ALLAUTH_TRUSTED_PROXY_COUNT = env_int("ALLAUTH_TRUSTED_PROXY_COUNT", 0, minimum=0)
 
-# --- follows, feed and Atom feeds (issue 5) ---
+# --- follows, feed and Atom feeds ---
 # A new saved search is matched against the papers submitted in this many days up to the
 # newest stored paper, at most this many of the newest.
 FOLLOWS_SEARCH_BACKFILL_DAYS = env_int("FOLLOWS_SEARCH_BACKFILL_DAYS", 90, minimum=1)
@@ -200,7 +200,7 @@ FOLLOWS_MAX_SEARCHES_PER_USER = env_int("FOLLOWS_MAX_SEARCHES_PER_USER", 50, min
 FOLLOWS_IMPORT_MAX_BYTES = 1_000_000
 FOLLOWS_IMPORT_MAX_FOLLOWS = 1000
 
-# --- digests (issue 5) ---
+# --- digests ---
 # The hourly beat task (digests.tasks.digests_send_due, a django-celery-beat schedule made by
 # digests/migrations/0002_send_due_schedule.py) sends daily digests from this UTC hour on,
 # weekly ones from this hour on Monday.
@@ -217,7 +217,7 @@ DIGESTS_PAPERS_PER_FOLLOW = env_int("DIGESTS_PAPERS_PER_FOLLOW", 25, minimum=1)
 # How long (days) the unsubscribe links in a digest keep working.
 DIGESTS_UNSUBSCRIBE_MAX_AGE_DAYS = env_int("DIGESTS_UNSUBSCRIBE_MAX_AGE_DAYS", 180, minimum=1)
 
-# --- api (DRF, django-filter, drf-spectacular, CORS; issue 6) ---
+# --- api (DRF, django-filter, drf-spectacular, CORS) ---
 
 
 def _env_throttle_rate(name: str, default: str) -> str:
@@ -303,7 +303,7 @@ CORS_ALLOW_CREDENTIALS = False
 CORS_ALLOW_METHODS = ["GET", "HEAD", "OPTIONS", "POST", "DELETE"]
 CORS_EXPOSE_HEADERS = ["ETag", "Last-Modified", "Retry-After", "Link"]
 
-# --- ask (issue 7) ---
+# --- ask ---
 # Questions longer than this many characters are refused (page: form error; API: 400).
 ASK_MAX_QUESTION_LENGTH = env_int("ASK_MAX_QUESTION_LENGTH", 500, minimum=1)
 # Questions a minute per signed-in user and per client address, page and API together.
@@ -414,7 +414,7 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
-# --- security (headers, Content-Security-Policy; issue 8) ---
+# --- security (headers, Content-Security-Policy) ---
 # django-csp sends the policy on every response; production.py adds HTTPS-only cookies and HSTS.
 # Every script and stylesheet of the site is a file under /static/ (no inline <script>, no
 # style="" attributes outside the digest emails, which no browser loads from us). The API docs

@@ -1,4 +1,4 @@
-"""Hostile content is inert everywhere (issue 8).
+"""Hostile content is inert everywhere.
 
 Titles, abstracts, author and affiliation names, topic names and saved-search queries hold
 ``<script>``, an attribute break with an ``onerror`` handler, a ``javascript:`` URL, control

@@ -1,4 +1,4 @@
-"""The permission matrix (issue 8): who gets what from every route of the site.
+"""The permission matrix: who gets what from every route of the site.
 
 Five roles: ``anonymous``; ``user`` (a reader); ``curator`` (staff, member of the "Curators"
 group); ``staff`` (``is_staff`` and no permission at all); ``superuser``. Each is asked for

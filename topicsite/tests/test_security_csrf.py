@@ -1,4 +1,4 @@
-"""CSRF on every form, and the throttles (issue 8).
+"""CSRF on every form, and the throttles.
 
 - every ``<form method="post">`` in our templates holds ``{% csrf_token %}``, and every POST
   form on the rendered pages carries ``csrfmiddlewaretoken``;

@@ -1,4 +1,4 @@
-"""Deployment checks and the security headers (issue 8).
+"""Deployment checks and the security headers.
 
 - ``manage.py check --deploy`` under the production settings has nothing to say, and it does
   complain when a setting is weakened (so the test can fail);

@@ -1,0 +1,69 @@
+"""The paper card (``topics.cards``): what a card holds, in the order asked, and the portable
+card rows equal to PostgreSQL's one query."""
+
+import pytest
+
+from papers.models import Paper
+from papers.tests.factories import AuthorshipFactory, PaperFactory
+from topics import cards
+from topics.models import Assignment
+from topics.tests.conftest import DAY, paper_in
+from topics.tests.factories import TopicFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_paper_cards_hold_what_a_card_shows_in_the_order_asked():
+    shown, hidden = TopicFactory(name="B shown"), TopicFactory(name="A hidden", active=False)
+    other = TopicFactory(name="A other")
+    arxiv = paper_in(shown, hidden, other)
+    local = PaperFactory(arxiv_id=None, import_key="reference:1")
+    for position in (3, 0, 2, 1):
+        AuthorshipFactory(paper=arxiv, position=position)
+
+    found = cards.paper_cards(paper_ids=[local.pk, 10**9, arxiv.pk])
+
+    assert [c.pk for c in found] == [local.pk, arxiv.pk]
+    assert found[0].url == local.get_absolute_url()
+    assert found[1].url == arxiv.get_absolute_url()
+    assert found[1].primary_category == arxiv.primary_category.code
+    names = list(
+        arxiv.authorships.filter(position__lt=3)
+        .order_by("position")
+        .values_list("author__name", flat=True)
+    )
+    assert found[1].authors == names
+    assert [(chip.name, chip.url) for chip in found[1].topics] == [
+        ("A other", other.get_absolute_url()),
+        ("B shown", shown.get_absolute_url()),
+    ]
+
+
+def test_more_counts_what_the_card_does_not_name():
+    card = cards.PaperCard(
+        pk=1,
+        url="/papers/1/",
+        title="T",
+        abstract="",
+        submitted=DAY,
+        withdrawn=False,
+        primary_category="cs.CL",
+        author_count=5,
+        affiliation_count=2,
+    )
+    assert (card.more_authors, card.more_affiliations) == (2, 0)
+
+
+def test_the_portable_card_rows_equal_the_one_query_rows(papers_tree):
+    """SQLite (the demo) reads the cards in four queries; on the same data they must give what
+    PostgreSQL's one query gives."""
+    paper = Assignment.objects.filter(topic=papers_tree[2]).get().paper
+    for position in (2, 0, 1, 3):
+        AuthorshipFactory(paper=paper, position=position)
+    ids = list(Paper.objects.order_by("-pk").values_list("pk", flat=True))
+
+    one_query = sorted(cards.card_rows_postgresql(ids))
+    portable = sorted(cards.card_rows_portable(ids))
+
+    assert portable == one_query
+    assert any(row[-3] for row in portable) and any(row[-1] for row in portable)
