@@ -81,7 +81,7 @@ def user_papers(*, user, since: dt.datetime | dt.date | None = None) -> QuerySet
     """Distinct papers of any of ``user``'s follows, newest first (submitted descending, then
     id descending); with ``since``, only papers stored (``Paper.created_at``) at or after it.
     One SQL query: ``IN`` subqueries over accepted assignments under the followed topics'
-    paths and over the scoped search matches. Chainable (``.for_cards()``, slicing)."""
+    paths and over the scoped search matches. Chainable (filters, slicing)."""
     # The followed topics' subtrees first (few rows), then their accepted assignments through
     # the (topic, state) index.
     followed_above = Follow.objects.filter(

@@ -18,28 +18,3 @@ class PaperQuerySet(models.QuerySet):
 
     def newest_first(self):
         return self.order_by("-submitted", "-id")
-
-    def for_cards(self):
-        """Everything a paper card shows, in a fixed number of queries whatever the count.
-
-        Prefetches the first three authorships and affiliations; counts beyond them come from
-        ``author_count`` and ``affiliation_count``.
-        """
-        from .models import Authorship, PaperAffiliation
-
-        return self.select_related("primary_category").prefetch_related(
-            models.Prefetch(
-                "authorships",
-                queryset=Authorship.objects.filter(position__lt=3)
-                .select_related("author")
-                .order_by("position"),
-                to_attr="shown_authorships",
-            ),
-            models.Prefetch(
-                "paper_affiliations",
-                queryset=PaperAffiliation.objects.filter(position__lt=3)
-                .select_related("affiliation")
-                .order_by("position"),
-                to_attr="shown_affiliations",
-            ),
-        )

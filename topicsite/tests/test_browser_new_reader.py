@@ -1,4 +1,4 @@
-"""Issue 5's "Done when", tried in a real browser as a new reader would (Debian's chromium
+"""A new reader's first visit, tried in a real browser as a new reader would (Debian's chromium
 through Playwright, against the live server): sign up and verify the address from the mailed
 link, follow two topics and a saved search, read the feed, receive a digest from a local SMTP
 server, unsubscribe from its link, and read the private Atom feed as a feed reader does.
