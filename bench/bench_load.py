@@ -44,9 +44,10 @@ Needs the corpus database (and Redis for ``fragments`` and ``cached``). Exits wi
 if wrk is missing or gunicorn does not answer within 60 s.
 
 ``--smoke`` (what CI runs): the smoke corpus (``make_corpus.py --smoke``, built first if
-missing), 5 topics, 2 connections, 1 s per mode, every mode under wrk and then ``cached`` under
-the Python generator; exits non-zero on any error, a mode that answered nothing, or a
-``cached`` run without a page-cache hit. It flushes ``--redis-url`` as a full run does.
+missing), 5 topics, 1 worker, 2 connections, 1 s per mode, every mode under wrk and then
+``cached`` under the Python generator; exits non-zero on any error, a mode that answered
+nothing, or a ``cached`` run without a page-cache hit. It flushes ``--redis-url`` as a full
+run does.
 """
 
 from __future__ import annotations
@@ -376,7 +377,7 @@ def main() -> None:
             raise SystemExit(f"unknown mode {mode!r}; use {', '.join(MODES)}")
     runs = [(mode, options.generator) for mode in modes]
     if options.smoke:
-        options.seconds, options.topics, options.connections = 1, 5, 2
+        options.seconds, options.topics, options.connections, options.workers = 1, 5, 2, 1
         options.generator = "wrk"
         runs = [(mode, "wrk") for mode in MODES] + [("cached", "python")]
         options.database_url = options.database_url or make_corpus.smoke_corpus_url()

@@ -160,9 +160,17 @@ def database_admin(url: str):
 
 
 def recreate_database(url: str) -> None:
+    """Drop ``url``'s database and make it anew, migrated and with the categories loaded. The
+    first call in a process migrates and keeps a copy (``<name>_fresh``); later calls copy it
+    (``CREATE DATABASE … TEMPLATE``), which takes a fraction of the migrations' time."""
     name = urlsplit(url).path.lstrip("/")
+    fresh = f"{name}_fresh"
     with database_admin(url) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if url in _FRESH_COPIES:
+            admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{fresh}"')
+            return
+        admin.execute(f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}"')
     environment = {**os.environ, "DATABASE_URL": url}
     environment.pop("REDIS_URL", None)
@@ -170,12 +178,22 @@ def recreate_database(url: str) -> None:
         subprocess.run(
             [PYTHON, MANAGE, *command], env=environment, check=True, stdout=subprocess.DEVNULL
         )
+    with database_admin(url) as admin:
+        admin.execute(f'CREATE DATABASE "{fresh}" TEMPLATE "{name}"')
+    _FRESH_COPIES.add(url)
+
+
+# Databases recreate_database has migrated in this process, with a fresh copy kept.
+_FRESH_COPIES: set[str] = set()
 
 
 def drop_database(url: str) -> None:
+    """Drop ``url``'s database and its fresh copy, if there."""
     name = urlsplit(url).path.lstrip("/")
     with database_admin(url) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}_fresh" WITH (FORCE)')
+    _FRESH_COPIES.discard(url)
 
 
 def run_import(url: str, path: Path, batch_size: int) -> dict:
