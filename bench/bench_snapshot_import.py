@@ -15,11 +15,11 @@
    are ``YYMM.NNNNN`` with YYMM from 1501 to 2012 and NNNNN from 50000: valid arXiv
    identifiers that can never be real, since arXiv numbered fewer than 20,000 papers in each
    of those (closed) months.
-2. A fresh database (dropped and created; dropped again at the end unless ``--keep``):
-   migrations, categories, then ``manage.py import_snapshot FILE --no-tag`` in a child
-   process, first on a tenth of the file and then on the whole file (each on an empty
-   database), so the peak memory of both can be compared; then the whole file again (every
-   paper unchanged).
+2. A fresh database (dropped and created; dropped again at the end unless ``--keep``, with
+   ``<name>_fresh``, its migrated copy the second fresh database is made from): migrations,
+   categories, then ``manage.py import_snapshot FILE --no-tag`` in a child process, first on
+   a tenth of the file and then on the whole file (each on an empty database), so the peak
+   memory of both can be compared; then the whole file again (every paper unchanged).
 3. A plain ``COPY`` of the rows the import wrote (every row of the paper, version, cross-list,
    author, affiliation, authorship and affiliation tables, read back with ``COPY TO``) into
    bare tables of the columns the import writes (no index, no constraint, and no generated
