@@ -1,7 +1,7 @@
 """Benchmark the read API at 100,000+ papers: latency per endpoint and requests/s under load.
 
     .venv/bin/python bench/bench_api.py [--papers 100000] [--requests 60] [--seconds 15]
-        [--clients 8] [--workers 2] [--reuse] [--keep]
+        [--clients 8] [--workers 2] [--reuse] [--keep] [--smoke]
         [--database-url postgres://postgres@127.0.0.1:5432/topicsite_bench_api]
 
 1. Data (skipped with ``--reuse`` when the database already holds enough papers): a fresh
@@ -18,7 +18,9 @@
    keep-alive ``http.client`` connection for ``--seconds``; requests/s and latency under
    load. Throttling is raised for the run (``API_THROTTLE_*``).
 
-Prints tables and the load average. Not part of the test suite or CI.
+Prints tables and the load average. ``--smoke`` (what CI runs): 300 papers, 2 timed requests
+per endpoint, 2 clients on 1 worker for 1 s, on a database of its own (``bench/smoke.py``,
+dropped at the end); exits non-zero on any answer other than 200.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_snapshot_import as corpus  # noqa: E402
+from smoke import smoke_database_url  # noqa: E402
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_api"
 THROTTLE_OFF = {"API_THROTTLE_ANON": "1000000/min", "API_THROTTLE_USER": "1000000/min"}
@@ -239,10 +242,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--reuse", action="store_true", help="keep a database already built")
     parser.add_argument("--keep", action="store_true", help="keep the database at the end")
-    parser.add_argument("--database-url", default=DEFAULT_URL)
+    parser.add_argument("--database-url", default=None, help=f"default {DEFAULT_URL}")
+    parser.add_argument("--smoke", action="store_true", help="a tiny run on its own database (CI)")
     args = parser.parse_args()
-
-    url = args.database_url
+    if args.smoke:
+        args.papers, args.requests, args.seconds, args.clients, args.workers = 300, 2, 1, 2, 1
+    url = args.database_url or (
+        smoke_database_url(DEFAULT_URL, "api") if args.smoke else DEFAULT_URL
+    )
     if not (args.reuse and paper_count(url) >= args.papers):
         build(url, args.papers)
     print(f"papers in the database: {paper_count(url):,}; load average {os.getloadavg()[0]:.2f}")
@@ -263,6 +270,8 @@ def main() -> None:
             f"{figures['rps']:.1f} requests/s, median {figures['median']:.1f} ms, "
             f"p95 {figures['p95']:.1f} ms; load average {os.getloadavg()[0]:.2f}"
         )
+        if args.smoke and (figures["errors"] or not figures["requests"]):
+            raise SystemExit(f"smoke: {figures['errors']} answers other than 200 under load")
     finally:
         if not args.keep:
             corpus.drop_database(url)

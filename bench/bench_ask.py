@@ -3,7 +3,7 @@ cited papers and the median answer time, for the default (extractive) answer, on
 retrieval paths (PostgreSQL full-text search and the Python BM25 fallback), plus the
 no-answer calibration (coverage of answerable and off-topic questions).
 
-    .venv/bin/python bench/bench_ask.py [--database-url URL] [--no-setup] [--repeat 3]
+    .venv/bin/python bench/bench_ask.py [--database-url URL] [--no-setup] [--repeat 3] [--smoke]
 
 The question set is ``ask/tests/data/questions.json``: questions written from the reference
 topic's abstracts, each with the paper(s) that answer it, and off-topic questions that must get
@@ -16,7 +16,8 @@ missing, migrated, categories and the reference page imported; kept for the next
 ``--database-url`` it uses that database (the demo's, SQLite or PostgreSQL) and, with
 ``--no-setup``, reads it as it is: the topic ``llm-agent-training`` must be there
 (``manage.py demo`` or ``manage.py import_reference_page``). On SQLite only the fallback
-path runs. Not part of the test suite or CI.
+path runs. ``--smoke`` (what CI runs): one repeat, on a database of its own
+(``bench/smoke.py``, dropped at the end); exits non-zero if a path answers no question.
 
 Figures (2026-11-30, this 2-CPU machine under a load average of 5-9 from other work; 30
 questions, 10 off-topic; both paths): hit@1 1.00, hit@3 1.00; off-topic answered 0 of 10;
@@ -38,6 +39,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from smoke import smoke_database_url  # noqa: E402
+
 QUESTIONS = ROOT / "ask" / "tests" / "data" / "questions.json"
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_ask"
 
@@ -58,9 +63,33 @@ def main() -> None:
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--no-setup", action="store_true")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="one repeat, own database (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat = 1
+    url = args.database_url or (
+        smoke_database_url(DEFAULT_URL, "ask") if args.smoke else DEFAULT_URL
+    )
+    try:
+        run(args, url)
+    finally:
+        if args.smoke and not args.database_url:
+            from django.db import connections
 
-    url = args.database_url or DEFAULT_URL
+            connections.close_all()
+            _drop_database(url)
+
+
+def _drop_database(url: str) -> None:
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run(args, url: str) -> None:
     if url.startswith("postgres") and not args.no_setup:
         _ensure_database(url)
     os.environ["DATABASE_URL"] = url
@@ -138,6 +167,8 @@ def main() -> None:
             print(f"  miss: {question!r} -> {cited}")
         for question in off_answered:
             print(f"  answered off-topic: {question!r}")
+        if args.smoke and not hit3:
+            raise SystemExit(f"smoke: the {name} path found no question's paper")
 
 
 if __name__ == "__main__":

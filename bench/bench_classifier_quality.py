@@ -4,7 +4,7 @@ classifier together (what ``papers_tag`` writes: a rule match or a classifier sc
 the topic's threshold).
 
     .venv/bin/python bench/bench_classifier_quality.py [--folds 5] [--min-positives 10]
-        [--target-precision 0.8] [--only arxiv|reference]
+        [--target-precision 0.8] [--only arxiv|reference] [--smoke]
 
 Two data sets, both shipped in the repository, no database needed:
 
@@ -26,7 +26,7 @@ Both are cross-validated: ``--folds`` folds over the papers (shuffled, fixed see
 product's settings (target precision, minimum positives; its own inner cross-validation picks
 each topic's threshold) and tags the held-out fold; rules need no training. Counts are summed
 over the folds. Overall figures are micro (every (paper, topic) pair counted once) and macro
-(mean over topics with at least one positive). Not part of the test suite or CI.
+(mean over topics with at least one positive). ``--smoke`` (what CI runs): 2 folds.
 """
 
 from __future__ import annotations
@@ -257,7 +257,10 @@ def main() -> None:
     parser.add_argument("--min-positives", type=int, default=10)
     parser.add_argument("--target-precision", type=float, default=0.8)
     parser.add_argument("--only", choices=("arxiv", "reference"))
+    parser.add_argument("--smoke", action="store_true", help="2 folds (CI)")
     options = parser.parse_args()
+    if options.smoke:
+        options.folds = 2
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "topicsite.settings.local")
     import logging

@@ -5,7 +5,7 @@ cache, with the fragment caches only, and with the whole-page cache.
         [--worker-class gthread|sync] [--threads 2] [--generator wrk|python]
         [--modes uncached,fragments,cached] [--topics 40]
         [--database-url postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus]
-        [--redis-url redis://127.0.0.1:6379/3]
+        [--redis-url redis://127.0.0.1:6379/3] [--smoke]
 
 The load generator is ``wrk`` (``apt-get install wrk``; ``/usr/bin/wrk``, or ``--wrk PATH``):
 one thread (``-t1``), ``--connections`` keep-alive connections, ``--seconds`` long, and a Lua
@@ -40,8 +40,14 @@ write or timeout error), the share of ``X-Page-Cache: hit`` among the responses,
 seconds per second (100% = one core) used by gunicorn (master and workers) and by the load
 generator over the run.
 
-Not part of the tests or CI. Needs the corpus database (and Redis for ``fragments`` and
-``cached``). Exits with a message if wrk is missing or gunicorn does not answer within 60 s.
+Needs the corpus database (and Redis for ``fragments`` and ``cached``). Exits with a message
+if wrk is missing or gunicorn does not answer within 60 s.
+
+``--smoke`` (what CI runs): the smoke corpus (``make_corpus.py --smoke``, built first if
+missing), 5 topics, 1 worker, 2 connections, 1 s per mode, every mode under wrk and then
+``cached`` under the Python generator; exits non-zero on any error, a mode that answered
+nothing, or a ``cached`` run without a page-cache hit. It flushes ``--redis-url`` as a full
+run does.
 """
 
 from __future__ import annotations
@@ -62,6 +68,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import make_corpus  # noqa: E402
+
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/3"
 MODES = ("uncached", "fragments", "cached")
@@ -277,8 +287,9 @@ def wait_until_up(port: int, url: str, seconds: float = 60) -> None:
     raise SystemExit(f"gunicorn did not answer on port {port} within {seconds:g} s")
 
 
-def run_mode(mode: str, options, urls: list[str]) -> dict:
-    """Start gunicorn for ``mode``, warm it, load it; the result row (see the module doc)."""
+def run_mode(mode: str, generator: str, options, urls: list[str]) -> dict:
+    """Start gunicorn for ``mode``, warm it, load it with ``generator`` (``wrk`` or
+    ``python``); the result row (see the module doc)."""
     with tempfile.TemporaryDirectory() as tmp:
         caches = "" if mode != "uncached" else DUMMY_CACHE  # "": django-redis from REDIS_URL
         page_cache = "" if mode == "cached" else "PAGE_CACHE_SECONDS = 0"
@@ -327,7 +338,7 @@ def run_mode(mode: str, options, urls: list[str]) -> dict:
                 wait_until_up(port, url)
             server_cpu, generator_cpu = process_tree_cpu(server.pid), children_cpu()
             started = time.time()
-            if options.generator == "wrk":
+            if generator == "wrk":
                 row = run_wrk(port, urls, options, tmp)
             else:
                 row = run_python(port, urls, options)
@@ -345,7 +356,7 @@ def run_mode(mode: str, options, urls: list[str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
+    parser.add_argument("--database-url", default=None, help=f"default {DEFAULT_DATABASE_URL}")
     parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument(
@@ -358,11 +369,20 @@ def main() -> None:
     parser.add_argument("--wrk", default=shutil.which("wrk") or "/usr/bin/wrk")
     parser.add_argument("--topics", type=int, default=40)
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--smoke", action="store_true", help="1 s per mode on the smoke corpus")
     options = parser.parse_args()
     modes = options.modes.split(",")
     for mode in modes:
         if mode not in MODES:
             raise SystemExit(f"unknown mode {mode!r}; use {', '.join(MODES)}")
+    runs = [(mode, options.generator) for mode in modes]
+    if options.smoke:
+        options.seconds, options.topics, options.connections, options.workers = 1, 5, 2, 1
+        options.generator = "wrk"
+        runs = [(mode, "wrk") for mode in MODES] + [("cached", "python")]
+        options.database_url = options.database_url or make_corpus.smoke_corpus_url()
+        make_corpus.smoke_corpus_ensure(options.database_url)
+    options.database_url = options.database_url or DEFAULT_DATABASE_URL
     if options.generator == "wrk" and not Path(options.wrk).is_file():
         raise SystemExit(f"no wrk at {options.wrk}: apt-get install wrk, or --generator python")
     urls = topic_urls(options.database_url, options.topics)
@@ -375,21 +395,27 @@ def main() -> None:
         f"{options.seconds:g} s per mode; load average {os.getloadavg()[0]:.1f}\n"
     )
     header = (
-        f"{'mode':<10} {'requests':>9} {'req/s':>8} {'median ms':>10} {'p95 ms':>8} "
+        f"{'mode':<17} {'requests':>9} {'req/s':>8} {'median ms':>10} {'p95 ms':>8} "
         f"{'errors':>7} {'hits':>6} {'server CPU':>11} {'load gen CPU':>13}"
     )
     print(header)
     print("-" * len(header))
-    for mode in modes:
-        r = run_mode(mode, options, urls)
+    failures = []
+    for mode, generator in runs:
+        r = run_mode(mode, generator, options, urls)
         hits = f"{100 * r['hit'] / r['responses']:.0f}%" if r["responses"] else "-"
+        label = mode if generator == options.generator else f"{mode} ({generator})"
         print(
-            f"{r['mode']:<10} {r['requests']:>9} {r['rps']:>8.0f} {r['median']:>10.1f} "
+            f"{label:<17} {r['requests']:>9} {r['rps']:>8.0f} {r['median']:>10.1f} "
             f"{r['p95']:>8.1f} {r['errors']:>7} {hits:>6} {100 * r['server_cpu']:>10.0f}% "
             f"{100 * r['generator_cpu']:>12.0f}%"
         )
         sys.stdout.flush()
+        if r["errors"] or not r["requests"] or (mode == "cached" and not r["hit"]):
+            failures.append(label)
     print(f"\nload average after: {os.getloadavg()[0]:.1f}")
+    if options.smoke and failures:
+        raise SystemExit(f"smoke: errors, no answers or no page-cache hits in: {failures}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ the same rows.
     .venv/bin/python bench/make_corpus.py --papers 1000000      # once, ~25 min
     .venv/bin/python bench/bench_scale.py [--repeat 30] [--cached]
         [--database-url postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus]
-        [--only topic-leaf,search-common]
+        [--only topic-leaf,search-common] [--smoke]
 
 Each case is a request through Django's test client (the whole view, templates included)
 against the corpus database, repeated ``--repeat`` times after one warm-up request; the cache
@@ -31,7 +31,10 @@ number of children is nearest 20):
   papers and one in about a third of them, when the API is installed;
 - ``feed-20``: ``/feed/`` of a user following 20 topics, when the feed is installed.
 
-Not part of the tests or CI. Needs the corpus database only (no Redis).
+Needs the corpus database only (no Redis). ``--smoke`` (what CI runs): 2 requests per case
+on the smoke corpus (``make_corpus.py --smoke``, built first if missing); exits non-zero
+unless every case above ran (an API, a feed or a momentum function gone is an error there,
+where a full run skips the case).
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import make_corpus  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus"
 # Targets from issue 8 (ms, median, uncached).
@@ -58,6 +64,18 @@ TARGETS = {
     "search-common": 50.0,
     "momentum-one": 5.0,
 }
+CASES = (
+    "topic-leaf",
+    "topic-parent",
+    "paper",
+    "momentum-one",
+    "momentum-one-exact",
+    "momentum-all",
+    "api-list",
+    "search-rare",
+    "search-common",
+    "feed-20",
+)
 
 
 @dataclass
@@ -77,11 +95,17 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
+    parser.add_argument("--database-url", default=None, help=f"default {DEFAULT_DATABASE_URL}")
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--cached", action="store_true")
     parser.add_argument("--only", default="", help="Comma-separated case names.")
+    parser.add_argument("--smoke", action="store_true", help="2 requests per case (CI)")
     options = parser.parse_args()
+    if options.smoke:
+        options.repeat = 2
+        options.database_url = options.database_url or make_corpus.smoke_corpus_url()
+        make_corpus.smoke_corpus_ensure(options.database_url)
+    options.database_url = options.database_url or DEFAULT_DATABASE_URL
     os.environ["DATABASE_URL"] = options.database_url
     os.environ.pop("REDIS_URL", None)
     os.environ["DJANGO_SETTINGS_MODULE"] = "topicsite.settings.local"
@@ -279,6 +303,17 @@ def run(options) -> None:
     from papers.models import Paper
 
     cases = build_cases()
+    if options.smoke:
+        from topics import momentum
+
+        missing = [name for name in CASES if name not in {case.name for case in cases}]
+        missing += [
+            f"topics.momentum.{name}"
+            for name in ("topic_momentum_stored", "topics_momentum")
+            if not hasattr(momentum, name)
+        ]
+        if missing:
+            raise SystemExit(f"smoke: cases or the functions they time are gone: {missing}")
     if options.only:
         wanted = set(options.only.split(","))
         cases = [case for case in cases if case.name in wanted]

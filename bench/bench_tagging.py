@@ -2,7 +2,7 @@
 and for rules + classifier, with and without history rows for machine writes.
 
     .venv/bin/python bench/bench_tagging.py [--papers 50000] [--workers 2]
-        [--openalex-field NAME] [--keep]
+        [--openalex-field NAME] [--keep] [--smoke]
         [--database-url postgres://postgres@127.0.0.1:5432/topicsite_bench_tagging]
 
 1. A fresh database (dropped and created; dropped again at the end unless ``--keep``), filled
@@ -25,8 +25,12 @@ and for rules + classifier, with and without history rows for machine writes.
 
 Prints topics (with a rule, with a model), papers/s per run, assignments written, the load
 average (other work on the machine slows every figure), and the ratios rules + classifier /
-rules only and with / without history. Not part of the test suite or CI. Needs PostgreSQL
-only (no Redis: tasks run in-process).
+rules only and with / without history. Needs PostgreSQL only (no Redis: tasks run
+in-process).
+
+``--smoke`` (what CI runs): 2,000 papers (two batches), 2 workers, on a database of its own
+(``bench/smoke.py``, dropped at the end); exits non-zero if a first run writes no assignment,
+a second run writes any, or the classifier stored no model.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from smoke import smoke_database_url  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_tagging"
 RESAMPLED_PREFIX = "bench-tagging:"
@@ -63,9 +70,17 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=50_000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--openalex-field", default=None)
-    parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
+    parser.add_argument("--database-url", default=None, help=f"default {DEFAULT_DATABASE_URL}")
     parser.add_argument("--keep", action="store_true", help="Keep the database afterwards.")
+    parser.add_argument("--smoke", action="store_true", help="2,000 papers, own database (CI)")
     options = parser.parse_args()
+    if options.smoke:
+        options.papers, options.workers = 2_000, 2
+    options.database_url = options.database_url or (
+        smoke_database_url(DEFAULT_DATABASE_URL, "tagging")
+        if options.smoke
+        else DEFAULT_DATABASE_URL
+    )
 
     recreate_database(options.database_url)
     os.environ["DATABASE_URL"] = options.database_url
@@ -116,6 +131,8 @@ def run(options) -> None:
     started = time.perf_counter()
     stored = classifier_train(apply=False)
     training_seconds = time.perf_counter() - started
+    if options.smoke and not stored.topic_count:
+        raise SystemExit("smoke: the classifier stored no topic model")
     ClassifierModel.objects.update(active=False)
 
     real = list(
@@ -179,6 +196,8 @@ def run(options) -> None:
                 rate = len(paper_ids) / seconds
                 if run_name == "first run":
                     first_rates.append(rate)
+                if options.smoke and (not written if run_name == "first run" else written):
+                    raise SystemExit(f"smoke: {label}, {run_name}: {written} assignments written")
                 print(
                     f"  {label:<36} {workers} proc. {run_name:<10} {rate:>8,.0f} papers/s  "
                     f"({written:,} assignments written in {seconds:.2f} s; "

@@ -2,10 +2,12 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/topicsite \\
         .venv/bin/python bench/bench_topic_index.py [--requests 30] [--extra-topics 0]
+        [--database-url URL] [--smoke]
 
-Runs against the database ``DATABASE_URL`` names, filled as ``manage.py demo`` fills it (the
-reference page, the recorded arXiv papers, the demo taxonomy, ``tag --all``); the cache is
-whatever the settings give (Redis with ``REDIS_URL``, else local memory). With
+Runs against the database ``--database-url`` (default: ``DATABASE_URL``) names, filled as
+``manage.py demo`` fills it (the reference page, the recorded arXiv papers, the demo taxonomy,
+``tag --all``); the cache is whatever the settings give (Redis with ``REDIS_URL``, else local
+memory; cold runs clear it). With
 ``--extra-topics N`` it first adds N topics (a third of them children of others), each given
 accepted assignments of 1 to 20 stored papers, inside a transaction rolled back at the end, so
 the database is left as it was.
@@ -13,7 +15,10 @@ the database is left as it was.
 For each of ``/topics/`` (the tree), ``?sort=size``, ``?sort=rising`` and ``?q=agent`` it
 times ``--requests`` requests through the Django test client, cold (cache cleared before each:
 the whole index computed) and warm (served from the cache), and prints the median and p95 in
-milliseconds and the SQL queries per request. Not part of the test suite or CI.
+milliseconds and the SQL queries per request.
+
+``--smoke`` (what CI runs): 2 requests each and 6 extra topics, on the smoke corpus
+(``make_corpus.py --smoke``, built first if missing; the demo's data and more).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "topicsite.settings.local")
 
 URLS = ("/topics/", "/topics/?sort=size", "/topics/?sort=rising", "/topics/?q=agent")
@@ -87,7 +93,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--extra-topics", type=int, default=0)
+    parser.add_argument("--database-url", default=None, help="default: DATABASE_URL")
+    parser.add_argument("--smoke", action="store_true", help="a tiny run on the smoke corpus")
     args = parser.parse_args()
+    if args.smoke:
+        import make_corpus
+
+        args.requests, args.extra_topics = 2, 6
+        args.database_url = args.database_url or make_corpus.smoke_corpus_url()
+        make_corpus.smoke_corpus_ensure(args.database_url)
+    if args.database_url:
+        os.environ["DATABASE_URL"] = args.database_url
 
     import django
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/make_corpus.py [--papers 1000000] [--seed 7]
         [--database-url postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus]
-        [--as-of 2026-11-30] [--keep-existing]
+        [--as-of 2026-11-30] [--keep-existing] [--smoke]
 
 What it makes (the figures are printed at the end):
 
@@ -24,7 +24,12 @@ What it makes (the figures are printed at the end):
    (``tag`` would write them; the pages never read history).
 
 Everything is written with binary COPY in chunks, then ``ANALYZE``. At 1,000,000 papers it
-takes about 25 minutes (on a loaded machine) and 2.5 GB. Not part of the tests or CI.
+takes about 25 minutes (on a loaded machine) and 2.5 GB.
+
+``--smoke`` (what CI runs): 2,000 papers on a database of its own (``bench/smoke.py``), the
+corpus ``bench_scale.py``, ``bench_load.py`` and ``bench_topic_index.py`` read with
+``--smoke`` (each builds it first if it is missing: ``smoke_corpus_ensure``). It is kept for
+them; drop it with ``dropdb``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import calendar
 import datetime as dt
 import os
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,6 +49,9 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from smoke import smoke_database_url  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus"
 # arXiv numbers at most ~30,000 papers a month; ours start far above any real number.
@@ -51,6 +60,20 @@ YEARLY_GROWTH = 1.106
 CHUNK = 20_000
 OPENALEX_FIELDS = ("Computer Science", "Mathematics")
 SOURCE = "bench-corpus"
+SMOKE_PAPERS = 2_000
+
+
+def smoke_corpus_url() -> str:
+    """The database of the ``--smoke`` corpus (``bench/smoke.py``)."""
+    return smoke_database_url(DEFAULT_DATABASE_URL, "corpus")
+
+
+def smoke_corpus_ensure(url: str) -> None:
+    """Build the ``--smoke`` corpus at ``url`` unless it is there, in a child process (the
+    caller may have set Django up on another database already)."""
+    if corpus_size(url) != SMOKE_PAPERS:
+        command = [sys.executable, __file__, "--smoke", "--keep-existing", "--database-url", url]
+        subprocess.run(command, check=True)
 
 
 def recreate_database(url: str) -> None:
@@ -86,14 +109,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--papers", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
+    parser.add_argument("--database-url", default=None, help=f"default {DEFAULT_DATABASE_URL}")
     parser.add_argument("--as-of", type=dt.date.fromisoformat, default=dt.date.today())
     parser.add_argument(
         "--keep-existing",
         action="store_true",
         help="Reuse the database when it already holds a corpus of this size.",
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"{SMOKE_PAPERS:,} papers on its own database (CI)"
+    )
     options = parser.parse_args()
+    if options.smoke:
+        options.papers = SMOKE_PAPERS
+    options.database_url = options.database_url or (
+        smoke_corpus_url() if options.smoke else DEFAULT_DATABASE_URL
+    )
     if options.papers < 1:
         parser.error("--papers must be at least 1")
 
