@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import make_corpus  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus"
-# Targets from issue 8 (ms, median, uncached).
+# Latency targets (ms, median, uncached) for the 1M-paper corpus.
 TARGETS = {
     "topic-leaf": 15.0,
     "topic-parent": 25.0,
