@@ -16,6 +16,9 @@ from papers.models import (
     PaperAffiliation,
     PaperVersion,
 )
+from papers.parsers.oai import parse_oai_page
+from papers.parsers.snapshot import iter_snapshot
+from papers.signals import papers_stored
 from papers.sources.recorded import DEFAULT_RECORDED_DIR
 from papers.sources.transports import RequestLimiter, redis_client
 
@@ -114,3 +117,32 @@ def table_state() -> dict:
         ),
         "categories": sorted(Category.objects.values_list("code", flat=True)),
     }
+
+
+# --- records from the recorded real responses, and the papers_stored signal ------------------
+
+
+def arxiv_raw_records():
+    return parse_oai_page(ARXIV_RAW_PAGE.read_bytes(), source=str(ARXIV_RAW_PAGE)).records
+
+
+def arxiv_raw_record(arxiv_id):
+    return next(record for record in arxiv_raw_records() if record.arxiv_id == arxiv_id)
+
+
+def snapshot_records():
+    with SNAPSHOT_HEAD.open("rb") as stream:
+        return list(iter_snapshot(stream, source=str(SNAPSHOT_HEAD)))
+
+
+@pytest.fixture
+def stored_signals():
+    """Every ``papers_stored`` sent while the test runs, as lists of paper ids."""
+    sent = []
+
+    def receiver(sender, paper_ids, **kwargs):
+        sent.append(list(paper_ids))
+
+    papers_stored.connect(receiver, dispatch_uid="test-stored-signals")
+    yield sent
+    papers_stored.disconnect(dispatch_uid="test-stored-signals")

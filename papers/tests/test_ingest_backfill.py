@@ -35,7 +35,6 @@ from papers.models import (
 from papers.parsers.oai import parse_oai_page
 from papers.parsers.snapshot import iter_snapshot, snapshot_line
 from papers.records import Version
-from papers.signals import papers_stored
 
 from .conftest import ARXIV_RAW_PAGE, SNAPSHOT_HEAD
 
@@ -388,18 +387,6 @@ def test_batch_size_must_be_positive(categories):
 
 
 # --- tagging follows in batches -------------------------------------------------------------
-
-
-@pytest.fixture
-def stored_signals():
-    sent = []
-
-    def receiver(sender, paper_ids, **kwargs):
-        sent.append(list(paper_ids))
-
-    papers_stored.connect(receiver, dispatch_uid="test-backfill-signals")
-    yield sent
-    papers_stored.disconnect(dispatch_uid="test-backfill-signals")
 
 
 def test_papers_stored_is_sent_once_per_committed_batch(

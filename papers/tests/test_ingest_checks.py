@@ -21,45 +21,19 @@ from papers.models import (
     Paper,
     PaperVersion,
 )
-from papers.parsers.oai import parse_oai_page
-from papers.parsers.snapshot import iter_snapshot
 from papers.records import ParseError, Version
-from papers.signals import papers_stored
 
 from .conftest import (
     ARXIV_RAW_PAGE,
     OAI_DC_PAGE,
     SNAPSHOT_HEAD,
+    arxiv_raw_record,
+    arxiv_raw_records,
+    snapshot_records,
 )
 from .httpserver import LocalHttpServer, Reply, oai_pages, oai_token
 
 pytestmark = pytest.mark.django_db
-
-
-def arxiv_raw_records():
-    return parse_oai_page(ARXIV_RAW_PAGE.read_bytes(), source=str(ARXIV_RAW_PAGE)).records
-
-
-def arxiv_raw_record(arxiv_id):
-    return next(record for record in arxiv_raw_records() if record.arxiv_id == arxiv_id)
-
-
-def snapshot_records():
-    with SNAPSHOT_HEAD.open("rb") as stream:
-        return list(iter_snapshot(stream, source=str(SNAPSHOT_HEAD)))
-
-
-@pytest.fixture
-def stored_signals():
-    """Every ``papers_stored`` sent while the test runs, as lists of paper ids."""
-    sent = []
-
-    def receiver(sender, paper_ids, **kwargs):
-        sent.append(list(paper_ids))
-
-    papers_stored.connect(receiver, dispatch_uid="test-stored-signals")
-    yield sent
-    papers_stored.disconnect(dispatch_uid="test-stored-signals")
 
 
 # --- records rejected by name ---------------------------------------------------------------------

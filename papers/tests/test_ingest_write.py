@@ -24,27 +24,19 @@ from papers.models import (
     PaperVersion,
 )
 from papers.parsers.oai import parse_oai_page
-from papers.signals import papers_stored
 
 from .conftest import (
-    ARXIV_RAW_PAGE,
     OAI_DC_PAGE,
     RECORDED_DISTINCT_IDS,
     RECORDED_RECORDS,
+    arxiv_raw_record,
+    arxiv_raw_records,
     table_state,
 )
 
 pytestmark = pytest.mark.django_db
 
 WITHDRAWN_ON_ARXIV_RAW_PAGE = {"0801.4122", "0801.4138", "0801.4243", "0801.4311", "0801.4644"}
-
-
-def arxiv_raw_records():
-    return parse_oai_page(ARXIV_RAW_PAGE.read_bytes(), source=str(ARXIV_RAW_PAGE)).records
-
-
-def arxiv_raw_record(arxiv_id):
-    return next(record for record in arxiv_raw_records() if record.arxiv_id == arxiv_id)
 
 
 def affiliations_of(authorship):
@@ -54,19 +46,6 @@ def affiliations_of(authorship):
         .order_by("pk")
         .values_list("affiliation__name", flat=True)
     )
-
-
-@pytest.fixture
-def stored_signals():
-    """Every ``papers_stored`` sent while the test runs, as lists of paper ids."""
-    sent = []
-
-    def receiver(sender, paper_ids, **kwargs):
-        sent.append(list(paper_ids))
-
-    papers_stored.connect(receiver, dispatch_uid="test-stored-signals")
-    yield sent
-    papers_stored.disconnect(dispatch_uid="test-stored-signals")
 
 
 # --- everything in papers/recorded ----------------------------------------------------------

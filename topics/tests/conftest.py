@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from papers.tests.factories import PaperFactory
+from papers.tests.factories import CategoryFactory, PaperFactory
 from topics.models import Assignment
 from topics.services import topic_create
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
@@ -89,3 +89,21 @@ def papers_tree():
     paper_in(children[1], submitted=DAY, state=Assignment.State.REJECTED)
     paper_in(outside, submitted=DAY)
     return parent, children, grandchild
+
+
+@pytest.fixture
+def categories():
+    """Four arXiv categories the tagging tests file papers under (a test module may define
+    its own ``categories``, which wins)."""
+    return {
+        "cs.CL": CategoryFactory(code="cs.CL"),
+        "cs.LG": CategoryFactory(code="cs.LG"),
+        "hep-th": CategoryFactory(
+            code="hep-th",
+            archive="hep-th",
+            archive_name="High Energy Physics - Theory",
+            group="grp_physics",
+            group_name="Physics",
+        ),
+        "math.AG": CategoryFactory(code="math.AG", group="grp_math", group_name="Mathematics"),
+    }

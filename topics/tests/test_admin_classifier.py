@@ -65,7 +65,7 @@ def test_an_assignment_page_shows_the_words_that_raised_its_score(
     settings.TOPICS_CLASSIFIER_MIN_POSITIVES = 5
     # Each process keeps the last loaded version by number, and every test's v1 is another
     # model (the database rolls back between tests): forget any loaded one.
-    monkeypatch.setattr("topics.classifier._loaded", None)
+    monkeypatch.setattr("topics.tagging.classifier._loaded", None)
     assignment = Assignment.objects.filter(topic=labelled["planning"]).first()
     url = reverse("admin:topics_assignment_change", args=[assignment.pk])
     assert "No classifier model for this topic" in curator_client.get(url).content.decode()

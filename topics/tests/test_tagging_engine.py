@@ -17,7 +17,7 @@ from django.utils import timezone
 from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
 
 from papers.signals import papers_stored
-from papers.tests.factories import CategoryFactory, PaperFactory
+from papers.tests.factories import PaperFactory
 from topics.assignments import assignment_decide
 from topics.models import Assignment, ClassifierModel, Topic
 from topics.tagging import classifier as classifier_module
@@ -60,22 +60,6 @@ def assignment_rows():
 
 def pairs(**filters):
     return set(Assignment.objects.filter(**filters).values_list("paper__title", "topic__name"))
-
-
-@pytest.fixture
-def categories():
-    return {
-        "cs.CL": CategoryFactory(code="cs.CL"),
-        "cs.LG": CategoryFactory(code="cs.LG"),
-        "hep-th": CategoryFactory(
-            code="hep-th",
-            archive="hep-th",
-            archive_name="High Energy Physics - Theory",
-            group="grp_physics",
-            group_name="Physics",
-        ),
-        "math.AG": CategoryFactory(code="math.AG", group="grp_math", group_name="Mathematics"),
-    }
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from papers.tests.factories import CategoryFactory, PaperFactory
+from papers.tests.factories import PaperFactory
 from topics.models import Assignment, ClassifierModel, Topic
 from topics.tagging import classifier as classifier_module
 from topics.tagging import training as training_module
@@ -34,22 +34,6 @@ REJECTED = Assignment.State.REJECTED
 def _forget_loaded_classifier(monkeypatch):
     """Each test starts with no classifier cached in this process."""
     monkeypatch.setattr(classifier_module, "_loaded", None)
-
-
-@pytest.fixture
-def categories():
-    return {
-        "cs.CL": CategoryFactory(code="cs.CL"),
-        "cs.LG": CategoryFactory(code="cs.LG"),
-        "hep-th": CategoryFactory(
-            code="hep-th",
-            archive="hep-th",
-            archive_name="High Energy Physics - Theory",
-            group="grp_physics",
-            group_name="Physics",
-        ),
-        "math.AG": CategoryFactory(code="math.AG", group="grp_math", group_name="Mathematics"),
-    }
 
 
 @pytest.fixture
