@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 
-from papers.identifiers import InvalidArxivId, parse_arxiv_id
+from papers.identifiers import InvalidArxivId, api_identifier, parse_arxiv_id
 from papers.parsers.atom import parse_atom_feed
 from papers.records import ParseError
 
@@ -25,7 +25,12 @@ logger = logging.getLogger(__name__)
 class AtomApiSource:
     """The arXiv API (``/api/query``): papers by ``id_list`` or by ``search_query``, paged.
 
-    - ``id_list``: identifiers (any spelling arXiv accepts, versioned or not);
+    - ``id_list``: identifiers, any spelling ``papers.identifiers.parse_arxiv_id`` accepts
+      (``arXiv:2104.12255v1``, an abs or pdf URL, the arXiv DOI), sent as canonical ids with
+      the version kept where one was given (``2104.12255v1``), each once; raises
+      :class:`~papers.identifiers.InvalidArxivId` (a ``ValueError``) naming the first that is
+      no identifier. With ``verbatim``, sent exactly as given instead (a recorded request
+      replays what was asked, even an id arXiv answers with an empty feed);
     - ``search_query``: arXiv's query syntax (``cat:cs.CL AND ti:agent``);
     - ``start``: 0-based offset of the first result; ``page_size``: results per request;
     - ``max_results``: results wanted in total (``None``: as many as the query matches);
@@ -60,8 +65,11 @@ class AtomApiSource:
         sort_order: str = "descending",
         empty_page_retries: int | None = None,
         report_missing: bool = True,
+        verbatim: bool = False,
     ):
         self.id_list = identifiers_from(id_list)
+        if not verbatim:
+            self.id_list = list(dict.fromkeys(api_identifier(text) for text in self.id_list))
         self.search_query = search_query or ""
         if not self.id_list and not self.search_query:
             raise ValueError("the arXiv API needs an id_list or a search_query")
@@ -99,6 +107,7 @@ class AtomApiSource:
             sort_by=params.get("sortBy", "relevance"),
             sort_order=params.get("sortOrder", "descending"),
             report_missing=False,
+            verbatim=True,
         )
 
     def chunks(self, position: Mapping[str, Any] | None = None) -> Iterator[Chunk]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
+from papers.identifiers import oai_identifier, parse_arxiv_id
 from papers.parsers.oai import parse_oai_page
 from papers.records import ParseError
 
@@ -35,8 +36,12 @@ class OaiPmhSource:
       datestamp bounds (``datetime.date`` or ``YYYY-MM-DD``), record-modification dates;
     - ``resumption_token``: start from this token instead (the other arguments are then not
       sent, as the protocol requires);
-    - ``identifiers``: fetch these records one by one with ``GetRecord`` (``2409.01234`` or
-      ``oai:arXiv.org:2409.01234``), instead of a list;
+    - ``identifiers``: fetch these records one by one with ``GetRecord``, instead of a list:
+      any spelling ``papers.identifiers.parse_arxiv_id`` accepts (``2409.01234v2``,
+      ``arXiv:2409.01234``, an abs URL, ``oai:arXiv.org:2409.01234``), each paper once, asked
+      for by its bare id (OAI has no versions: ``oai:arXiv.org:2409.01234v2`` does not
+      exist); raises :class:`~papers.identifiers.InvalidArxivId` (a ``ValueError``) naming
+      the first that is no identifier;
     - ``max_pages``: stop after this many pages (``None``: follow every token).
 
     :meth:`chunks` yields one :class:`Chunk` per page, with ``position``
@@ -80,7 +85,10 @@ class OaiPmhSource:
         self.from_date = _iso_date(from_date, "from")
         self.until_date = _iso_date(until_date, "until")
         self.resumption_token = resumption_token or None
-        self.identifiers = identifiers_from(identifiers)
+        # Canonical ids, each once: what chunk gaps name and what _get_record_params sends.
+        self.identifiers = list(
+            dict.fromkeys(parse_arxiv_id(text)[0] for text in identifiers_from(identifiers))
+        )
         self.max_pages = max_pages
 
     @classmethod
@@ -124,11 +132,9 @@ class OaiPmhSource:
         return params
 
     def _get_record_params(self, identifier: str) -> dict[str, str]:
-        if not identifier.startswith("oai:"):
-            identifier = f"oai:arXiv.org:{identifier}"
         return {
             "verb": "GetRecord",
-            "identifier": identifier,
+            "identifier": oai_identifier(identifier),
             "metadataPrefix": self.metadata_prefix,
         }
 

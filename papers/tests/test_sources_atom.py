@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from papers.identifiers import InvalidArxivId
 from papers.sources.atom import AtomApiSource
 from papers.sources.base import SourceError
 
@@ -124,7 +125,10 @@ def test_atom_page_that_stays_empty_is_skipped_and_reported(server):
 
 def test_atom_empty_result_stops_without_retrying(server):
     server.handler = lambda request: page(ATOM_DIR / "id_0000.0000_s0_m100_8b51d9633a68.xml")
-    source = AtomApiSource(transport=transport(), base_url=server.url, id_list="0000.0000")
+    # Sent as recorded (arXiv's empty answer to this id): the source would refuse it otherwise.
+    source = AtomApiSource(
+        transport=transport(), base_url=server.url, id_list="0000.0000", verbatim=True
+    )
 
     chunks = list(source.chunks())
 
@@ -153,7 +157,37 @@ def test_atom_reports_ids_asked_for_and_not_returned(server):
 
 def test_atom_error_entry_never_becomes_a_paper(server):
     server.handler = lambda request: Reply(status=400, body=API_ERROR_FEED)
-    source = AtomApiSource(transport=transport(), base_url=server.url, id_list=["1234.12345"])
+    # Sent verbatim: the source refuses this id itself (see the test below).
+    source = AtomApiSource(
+        transport=transport(), base_url=server.url, id_list=["1234.12345"], verbatim=True
+    )
 
     with pytest.raises(SourceError, match="incorrect id format for 1234.12345"):
         list(source.chunks())
+
+
+def test_atom_sends_every_spelling_as_the_id_arxiv_knows_keeping_the_version(server):
+    """A URL used to be sent as it was typed (arXiv answers 400); now the id_list holds
+    canonical ids with the version asked for, each once, and gaps name them."""
+    server.handler = lambda request: page(ATOM_DIR / "id_1605.08386_s0_m100_199195aa31ad.xml")
+    source = AtomApiSource(
+        transport=transport(),
+        base_url=server.url,
+        id_list=[
+            "https://arxiv.org/abs/1605.08386v1/",
+            "arXiv:1605.08386v1",
+            "https://doi.org/10.48550/arXiv.1605.99999",
+        ],
+    )
+
+    (chunk,) = list(source.chunks())
+
+    assert server.queries()[0]["id_list"] == "1605.08386v1,1605.99999"
+    assert [record.arxiv_id for record in chunk.records] == ["1605.08386"]
+    assert [gap.record for gap in chunk.gaps] == ["1605.99999"]
+
+
+def test_atom_refuses_text_that_is_no_id_before_any_request(server):
+    with pytest.raises(InvalidArxivId, match="'1234.12345'"):
+        AtomApiSource(transport=transport(), base_url=server.url, id_list="1605.08386,1234.12345")
+    assert server.requests == []

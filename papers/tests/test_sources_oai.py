@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from papers.identifiers import InvalidArxivId
 from papers.sources.base import Fetched, SourceError
 from papers.sources.oai import OaiPmhSource
 
@@ -199,3 +200,42 @@ def test_oai_list_that_repeats_its_resumption_token_stops_instead_of_looping():
     with pytest.raises(SourceError, match=r"'496549\|47001' with the same token again"):
         next(chunks)
     assert transport.requests == 2
+
+
+def test_oai_get_record_asks_for_the_bare_id_whatever_the_spelling(server):
+    """``1305.0014v1`` used to be sent as ``oai:arXiv.org:1305.0014v1`` and ``arXiv:1305.0014``
+    as ``oai:arXiv.org:arXiv:1305.0014`` (arXiv answers idDoesNotExist to both)."""
+    files = {
+        "oai:arXiv.org:1305.0014": RECORDED_DIR / "oai" / "integration_arxiv_1305.0014.xml",
+        "oai:arXiv.org:physics/0112006": RECORDED_DIR / "oai" / "unit_workflows_oai_arxiv.xml",
+    }
+    server.handler = lambda request: page(files[request.query["identifier"]])
+    source = OaiPmhSource(
+        transport=transport(),
+        base_url=server.url,
+        metadata_prefix="arXiv",
+        identifiers=[
+            "1305.0014v1",
+            "arXiv:1305.0014",
+            "https://arxiv.org/abs/physics/0112006v1/",
+        ],
+    )
+
+    chunks = list(source.chunks())
+
+    assert [q["identifier"] for q in server.queries()] == list(files)
+    assert [[r.arxiv_id for r in chunk.records] for chunk in chunks] == [
+        ["1305.0014"],
+        ["physics/0112006"],
+    ]
+    assert [gap for chunk in chunks for gap in chunk.gaps] == []
+
+
+def test_oai_refuses_text_that_is_no_id_before_any_request(server):
+    with pytest.raises(InvalidArxivId, match="'oai:arXiv.org:hepth/9901001'"):
+        OaiPmhSource(
+            transport=transport(),
+            base_url=server.url,
+            identifiers="1305.0014,oai:arXiv.org:hepth/9901001",
+        )
+    assert server.requests == []
