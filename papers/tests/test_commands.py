@@ -18,13 +18,15 @@ from papers.tasks import harvest
 
 from .conftest import (
     ARXIV_RAW_PAGE,
+    ATOM_DIR,
     RECORDED_DIR,
     RECORDED_DISTINCT_IDS,
     RECORDED_RECORDS,
     SNAPSHOT_HEAD,
+    TEST_DATA_DIR,
     table_state,
 )
-from .httpserver import LocalHttpServer, Reply, oai_pages, oai_token
+from .httpserver import LocalHttpServer, Reply, oai_pages, oai_token, page
 
 pytestmark = pytest.mark.django_db
 
@@ -199,6 +201,96 @@ def test_harvest_refuses_while_another_harvest_of_the_kind_runs(server):
     for sync in ([], ["--sync"]):
         with pytest.raises(CommandError, match="another .*harvest .*running"):
             run("harvest", "--oai", *sync)
+    assert HarvestRun.objects.count() == 0 and server.requests == []
+
+
+def test_harvest_oai_identifiers_asks_for_bare_ids_in_any_spelling(server):
+    """``--identifiers 1305.0014v1`` used to ask for ``oai:arXiv.org:1305.0014v1`` and
+    ``arXiv:1305.0014`` for ``oai:arXiv.org:arXiv:1305.0014`` (idDoesNotExist, both)."""
+    files = {
+        "oai:arXiv.org:1305.0014": RECORDED_DIR / "oai" / "integration_arxiv_1305.0014.xml",
+        "oai:arXiv.org:physics/0112006": RECORDED_DIR / "oai" / "unit_workflows_oai_arxiv.xml",
+    }
+    server.handler = lambda request: page(files[request.query["identifier"]])
+
+    out, err = run(
+        "harvest",
+        "--oai",
+        "--metadata-prefix",
+        "arXiv",
+        "--identifiers",
+        "1305.0014v1, arXiv:1305.0014,https://arxiv.org/abs/physics/0112006v1/",
+    )
+
+    assert [q["identifier"] for q in server.queries()] == list(files)
+    assert {q["verb"] for q in server.queries()} == {"GetRecord"}
+    run_ = HarvestRun.objects.get()
+    assert (run_.status, run_.error_count) == ("succeeded", 0), err
+    # The stored run says what was asked for, as arXiv knows it.
+    assert run_.params["identifiers"] == ["1305.0014", "physics/0112006"]
+    assert set(Paper.objects.values_list("arxiv_id", flat=True)) == {
+        "1305.0014",
+        "physics/0112006",
+    }
+    assert "2 created" in out
+
+
+@pytest.mark.parametrize(
+    ("typed", "sent", "recorded", "stored"),
+    [
+        (
+            "https://arxiv.org/abs/1111.2011v2/,arXiv:1111.2011v2",
+            "1111.2011v2",
+            TEST_DATA_DIR / "atom" / "arxiv_py_2016" / "id_list_1111.2011v2.xml",
+            "1111.2011",
+        ),
+        (
+            "https://arxiv.org/pdf/quant-ph/0201082v1.pdf",
+            "quant-ph/0201082v1",
+            ATOM_DIR / "id_quant-ph_0201082v1_s0_m100_86989fe779ef.xml",
+            "quant-ph/0201082",
+        ),
+        (
+            "arXiv:quant-ph/0201082v1 [quant-ph] 16 Jan 2002",
+            "quant-ph/0201082v1",
+            ATOM_DIR / "id_quant-ph_0201082v1_s0_m100_86989fe779ef.xml",
+            "quant-ph/0201082",
+        ),
+    ],
+)
+def test_harvest_atom_id_list_sends_ids_with_their_version(
+    server, settings, typed, sent, recorded, stored
+):
+    """``--id-list https://arxiv.org/abs/2104.12255v1`` used to be sent as the URL (HTTP 400)."""
+    settings.ARXIV_API_BASE_URL = server.url
+    server.handler = lambda request: (
+        page(recorded) if request.query["id_list"] == sent else Reply(status=400)
+    )
+
+    run("harvest", "--atom", "--id-list", typed, "--sync")
+
+    assert [q["id_list"] for q in server.queries()] == [sent]
+    assert server.queries()[0]["max_results"] == "1"
+    assert HarvestRun.objects.get().params["id_list"] == [sent]
+    assert list(Paper.objects.values_list("arxiv_id", flat=True)) == [stored]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--oai", "--identifiers", "1305.0014,hepth/9901001"], "--identifiers: .*'hepth/9901001'"),
+        (["--oai", "--identifiers", "oai:arXiv.org:1305.0014v0"], "versions start at v1"),
+        (["--atom", "--id-list", "https://arxiv.org/list/cs.CL"], "--id-list: .*list/cs.CL'"),
+        (["--atom", "--id-list", "10.1103/PhysRevD.93.016005"], "'10.1103/PhysRevD.93.016005'"),
+    ],
+)
+def test_harvest_refuses_text_that_is_no_arxiv_id_naming_it(server, settings, args, named):
+    settings.ARXIV_API_BASE_URL = server.url
+
+    for sync in ([], ["--sync"]):
+        with pytest.raises(CommandError, match=named):
+            run("harvest", *args, *sync)
+
     assert HarvestRun.objects.count() == 0 and server.requests == []
 
 

@@ -14,9 +14,10 @@ from celery.result import EagerResult
 from django.core.management.base import BaseCommand, CommandError
 
 from papers.harvest import HarvestLocked, harvest_run, harvest_run_resume
+from papers.identifiers import InvalidArxivId, api_identifier, parse_arxiv_id
 from papers.models import HarvestRun
 from papers.records import ParseError
-from papers.sources.base import HarvestError, SourceError
+from papers.sources.base import HarvestError, SourceError, identifiers_from
 from papers.sources.recorded import DEFAULT_RECORDED_DIR, ManifestError, NotRecorded
 from papers.tasks import harvest, harvest_resume
 
@@ -79,11 +80,18 @@ class Command(BaseCommand):
         oai.add_argument("--metadata-prefix", default="arXivRaw", help="arXivRaw, arXiv or oai_dc")
         oai.add_argument("--resumption-token", help="continue a list from this token")
         oai.add_argument(
-            "--identifiers", help="comma-separated arXiv identifiers to fetch with GetRecord"
+            "--identifiers",
+            help="comma-separated arXiv identifiers to fetch with GetRecord, any spelling "
+            "(2409.01234v2, arXiv:2409.01234, an abs or pdf URL, the arXiv DOI); each is asked "
+            "for by its bare id",
         )
 
         atom = parser.add_argument_group("arXiv API options")
-        atom.add_argument("--id-list", help="comma-separated arXiv identifiers")
+        atom.add_argument(
+            "--id-list",
+            help="comma-separated arXiv identifiers, any spelling (as --identifiers); a "
+            "version given is kept, so that version is fetched",
+        )
         atom.add_argument("--query", help="search query in the API's syntax, e.g. cat:cs.CL")
         atom.add_argument("--start", type=int, default=0, help="0-based offset of the first result")
         atom.add_argument("--max-results", type=int, help="results wanted (default 100)")
@@ -158,19 +166,34 @@ class Command(BaseCommand):
                 "from": options["from_date"],
                 "until": options["until_date"],
                 "resumption_token": options["resumption_token"],
-                "identifiers": options["identifiers"],
+                "identifiers": _ids(
+                    "--identifiers", options["identifiers"], lambda text: parse_arxiv_id(text)[0]
+                ),
                 "incremental": options["incremental"] or None,
             }
             return "oai", {key: value for key, value in params.items() if value}
         if not (options["id_list"] or options["query"]):
             raise CommandError("--atom needs --id-list or --query")
         params = {
-            "id_list": options["id_list"],
+            "id_list": _ids("--id-list", options["id_list"], api_identifier),
             "search_query": options["query"],
             "start": options["start"],
             "max_results": options["max_results"],
         }
         return "atom", {key: value for key, value in params.items() if value not in (None, "")}
+
+
+def _ids(option: str, text: str | None, normalised) -> list[str] | None:
+    """The ids of ``option``'s comma-separated ``text`` through ``normalised`` (one of
+    ``papers.identifiers``), each once, in order; ``None`` without text. Checked here, before
+    a task is queued, so a worker never receives a harvest that cannot start. Raises
+    ``CommandError`` naming the option and the first text that is no arXiv identifier."""
+    if not text:
+        return None
+    try:
+        return list(dict.fromkeys(normalised(part) for part in identifiers_from(text)))
+    except InvalidArxivId as error:
+        raise CommandError(f"{option}: {error}") from None
 
 
 def _described(error: BaseException) -> str:
