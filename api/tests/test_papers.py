@@ -2,6 +2,7 @@
 pagination, ``fields=`` and the 400s for bad values."""
 
 import datetime as dt
+from urllib.parse import quote
 
 import pytest
 from django.db import connection
@@ -38,6 +39,52 @@ def test_old_style_ids_with_a_slash_resolve(api_client, world, spelling):
     assert response.status_code == 200
     assert response.json()["id"] == "hep-th/0601001"
     assert response.json()["withdrawn"] is True
+
+
+@pytest.mark.parametrize(
+    ("spelling", "canonical"),
+    [
+        ("ARXIV:2609.00001v1", "2609.00001"),
+        ("https://arxiv.org/abs/2609.00001v1", "2609.00001"),
+        ("https://arxiv.org/abs/2609.00001/", "2609.00001"),
+        ("http://export.arxiv.org/abs/2609.00001", "2609.00001"),
+        ("https://arxiv.org/pdf/2609.00001v2.pdf", "2609.00001"),
+        ("https://arxiv.org/html/2609.00001v2/", "2609.00001"),
+        ("10.48550/arXiv.2609.00001", "2609.00001"),
+        ("https://doi.org/10.48550/ARXIV.2609.00001", "2609.00001"),
+        ("arXiv:2609.00001v2 [cs.CL] 29 Sep 2026", "2609.00001"),
+        ("https://arxiv.org/abs/hep-th/0601001v3", "hep-th/0601001"),
+        ("10.48550/arXiv.hep-th/0601001", "hep-th/0601001"),
+        ("arXiv:hep-th/0601001v1 [hep-th]", "hep-th/0601001"),
+    ],
+)
+def test_pasted_spellings_resolve_to_the_canonical_paper(api_client, world, spelling, canonical):
+    """URLs, the arXiv DOI and the PDF stamp, as a reader pastes them (percent-encoded)."""
+    response = api_client.get(f"/api/v1/papers/{quote(spelling, safe='/:')}/")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["id"] == canonical
+    bibtex = api_client.get(f"/api/v1/papers/{quote(spelling, safe='/:')}/bibtex/")
+    assert bibtex.status_code == 200
+    assert canonical in b"".join(bibtex.streaming_content).decode()
+
+
+@pytest.mark.parametrize(
+    ("spelling", "named"),
+    [
+        ("https://evil.example/abs/2609.00001", "'https://evil.example/abs/2609.00001'"),
+        ("10.1103/PhysRevD.93.016005", "'10.1103/PhysRevD.93.016005'"),
+        ("math.XX/0309136", "math.XX is not a subject class of math"),
+        ("arXiv:2609.00001v2 [cs.XX]", "'cs.XX' is not an arXiv category"),
+        ("https://arxiv.org/abs/2609.00001v3", "v1 to v2"),
+        ("x" * 400, "longer than 300 characters"),
+    ],
+)
+def test_text_that_is_no_arxiv_id_is_a_json_404_naming_it(api_client, world, spelling, named):
+    error = assert_error(
+        api_client.get(f"/api/v1/papers/{quote(spelling, safe='/:')}/"), 404, code="not_found"
+    )
+    assert named in error["message"]
 
 
 def test_a_version_the_paper_does_not_have_is_a_404_saying_which_exist(api_client, world):

@@ -118,6 +118,20 @@ def test_old_style_identifier_with_a_slash(client):
         ("arXiv:0801.3674", "/papers/0801.3674/"),
         ("hep-th/9901001v3", "/papers/hep-th/9901001/"),
         ("math.GT/0309136", "/papers/math/0309136/"),
+        # Pasted spellings (issue 14): URLs, the arXiv DOI, the PDF stamp, percent-encoded
+        # as a browser sends them.
+        ("ARXIV:0801.3674", "/papers/0801.3674/"),
+        ("https://arxiv.org/abs/0801.3674v2", "/papers/0801.3674/"),
+        ("https://arxiv.org/abs/0801.3674/", "/papers/0801.3674/"),
+        ("http://export.arxiv.org/pdf/0801.3674v1.pdf", "/papers/0801.3674/"),
+        ("https://arxiv.org/html/0801.3674v2", "/papers/0801.3674/"),
+        ("https:/arxiv.org/abs/0801.3674", "/papers/0801.3674/"),
+        ("10.48550/arXiv.0801.3674", "/papers/0801.3674/"),
+        ("https://doi.org/10.48550/ARXIV.0801.3674", "/papers/0801.3674/"),
+        ("arXiv%3A0801.3674v2%20%5Bcs.CL%5D%2029%20Jan%202008", "/papers/0801.3674/"),
+        ("https://arxiv.org/abs/hep-th/9901001v3/", "/papers/hep-th/9901001/"),
+        ("10.48550/arXiv.hep-th/9901001", "/papers/hep-th/9901001/"),
+        ("arXiv:math.GT/0309136v1%20%5Bmath.GT%5D", "/papers/math/0309136/"),
     ],
 )
 def test_other_spellings_redirect_permanently_to_the_canonical_page(client, requested, canonical):
@@ -132,7 +146,21 @@ def test_other_spellings_redirect_permanently_to_the_canonical_page(client, requ
     assert client.get(canonical).status_code == 200
 
 
-@pytest.mark.parametrize("requested", ["2409.99999", "2409.99999v2", "not-an-id", "0000.0000"])
+@pytest.mark.parametrize(
+    "requested",
+    [
+        "2409.99999",
+        "2409.99999v2",
+        "not-an-id",
+        "0000.0000",
+        "https://evil.example/abs/2409.01234",
+        "https://arxiv.org/list/2409.01234",
+        "10.1103/PhysRevD.93.016005",
+        "math.XX/0309136",
+        "arXiv:2409.01234%20%5Bcs.XX%5D",
+        "x" * 400,
+    ],
+)
 def test_unknown_or_invalid_identifier_is_404(client, requested):
     PaperFactory(arxiv_id="2409.01234")
     assert client.get(f"/papers/{requested}/").status_code == 404
