@@ -144,8 +144,39 @@ def test_assignment_filters_and_queries_do_not_grow(django_assert_max_num_querie
 
 
 @pytest.mark.parametrize(
+    "spelling",
+    [
+        "https://arxiv.org/abs/2609.00042v3/",
+        "10.48550/arXiv.2609.00042",
+        "arXiv:2609.00042v1 [cs.CL]",
+    ],
+)
+def test_the_paper_filter_and_body_take_pasted_spellings(spelling):
+    key = token_create(user=curator_user(), name="c").key
+    agents = TopicFactory(slug="agents")
+    paper = PaperFactory(arxiv_id="2609.00042")
+    AssignmentFactory(topic=agents)
+
+    created = token_client(key).post(
+        ASSIGNMENTS_URL, {"paper": spelling, "topic": "agents"}, format="json"
+    )
+    listed = token_client(key).get(ASSIGNMENTS_URL, {"paper": spelling})
+
+    assert created.status_code == 201, created.content
+    assert created.json()["paper"] == "2609.00042"
+    assert [a["paper"] for a in listed.json()["results"]] == ["2609.00042"]
+    assert Assignment.objects.get(pk=created.json()["id"]).paper == paper
+
+
+@pytest.mark.parametrize(
     ("params", "name"),
-    [({"state": "maybe"}, "state"), ({"topic": "nope"}, "topic"), ({"paper": "1234"}, "paper")],
+    [
+        ({"state": "maybe"}, "state"),
+        ({"topic": "nope"}, "topic"),
+        ({"paper": "1234"}, "paper"),
+        ({"paper": "https://evil.example/abs/2609.00042"}, "paper"),
+        ({"paper": "arXiv:2609.00042 [cs.XX]"}, "paper"),
+    ],
 )
 def test_bad_assignment_filters_get_400_naming_the_parameter(params, name):
     key = token_create(user=curator_user(), name="c").key

@@ -15,6 +15,22 @@ from papers.models import Affiliation, Author, Authorship, Category, Paper, Pape
 from topicsite.paginators import EstimatedCountPaginator
 
 
+class ArxivIdSearchMixin:
+    """Admin search where a term that is an arXiv identifier in any spelling
+    (``papers.identifiers.parse_arxiv_id``: ``2409.01234v2``, an abs URL, the arXiv DOI, a PDF
+    stamp) finds its paper by the unique canonical id, an index lookup through
+    ``arxiv_id_lookup``; any other term searches the ``search_fields``."""
+
+    arxiv_id_lookup = "arxiv_id"
+
+    def get_search_results(self, request, queryset, search_term):
+        try:
+            canonical_id, _version = parse_arxiv_id(search_term)
+        except InvalidArxivId:
+            return super().get_search_results(request, queryset, search_term)
+        return queryset.filter(**{self.arxiv_id_lookup: canonical_id}), False
+
+
 class CategoryListFilter(admin.SimpleListFilter):
     """Papers with the chosen arXiv category as primary category or as a cross-list."""
 
@@ -88,7 +104,7 @@ class AuthorshipInline(ReadOnlyInline):
 
 
 @admin.register(Paper)
-class PaperAdmin(admin.ModelAdmin):
+class PaperAdmin(ArxivIdSearchMixin, admin.ModelAdmin):
     list_display = ["identifier", "title", "primary_category", "submitted", "withdrawn"]
     list_display_links = ["identifier", "title"]
     list_filter = [("submitted", SubmittedFilter), CategoryListFilter, "withdrawn"]
@@ -117,15 +133,6 @@ class PaperAdmin(admin.ModelAdmin):
     @admin.display(description="arXiv identifier", ordering="arxiv_id")
     def identifier(self, paper):
         return paper.identifier
-
-    def get_search_results(self, request, queryset, search_term):
-        """An arXiv identifier in any spelling finds its paper by the unique canonical id (an
-        index lookup); anything else searches titles and author names."""
-        try:
-            canonical_id, _version = parse_arxiv_id(search_term)
-        except InvalidArxivId:
-            return super().get_search_results(request, queryset, search_term)
-        return queryset.filter(arxiv_id=canonical_id), False
 
 
 @admin.register(Category)

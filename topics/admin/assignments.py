@@ -8,6 +8,7 @@ from django.db import IntegrityError
 from django.utils.text import Truncator
 from simple_history.admin import SimpleHistoryAdmin
 
+from papers.admin.papers import ArxivIdSearchMixin
 from topics.admin.actions import ACTION_ITEMS_SHOWN, action_page
 from topics.admin.filters import (
     AssignmentTopicFilter,
@@ -41,7 +42,7 @@ class AssignmentMoveForm(forms.Form):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(SimpleHistoryAdmin):
+class AssignmentAdmin(ArxivIdSearchMixin, SimpleHistoryAdmin):
     """Assignments with filters and the review queue; adding one, changing its state and the
     bulk actions are curator decisions made through the services."""
 
@@ -65,6 +66,7 @@ class AssignmentAdmin(SimpleHistoryAdmin):
     ]
     list_select_related = ["paper", "topic", "decided_by"]
     search_fields = ["=paper__arxiv_id", "paper__title", "topic__name"]
+    arxiv_id_lookup = "paper__arxiv_id"  # a paper's id in any spelling finds its assignments
     raw_id_fields = ["paper"]
     autocomplete_fields = ["topic"]
     actions = ["accept", "reject", "move_to_topic", "retag_papers"]

@@ -42,6 +42,18 @@ def listed(client, **params):
     return list(response.context["cl"].result_list)
 
 
+@pytest.mark.parametrize(
+    "term", ["2409.01234", "arXiv:2409.01234v2", "https://arxiv.org/abs/2409.01234v1/"]
+)
+def test_search_finds_a_papers_assignments_by_any_spelling_of_its_id(
+    curator_client, tree, assignments, term
+):
+    paper = PaperFactory(arxiv_id="2409.01234")
+    wanted = AssignmentFactory(paper=paper, topic=tree["search"])
+
+    assert listed(curator_client, q=term) == [wanted]
+
+
 def test_the_review_queue_lists_undecided_pending_classifier_work_highest_score_first(
     curator_client, assignments
 ):
