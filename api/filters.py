@@ -446,7 +446,11 @@ class AssignmentFilter(django_filters.FilterSet):
     topic = django_filters.ModelChoiceFilter(
         queryset=Topic.objects.all(), to_field_name="slug", help_text="Topic slug."
     )
-    paper = ArxivIdFilter(field_name="paper__arxiv_id", help_text="arXiv identifier.")
+    paper = ArxivIdFilter(
+        field_name="paper__arxiv_id",
+        help_text="arXiv identifier, any spelling (2409.01234v2, arXiv:…, an abs URL, the "
+        "arXiv DOI).",
+    )
     state = django_filters.ChoiceFilter(choices=Assignment.State.choices)
     source = django_filters.ChoiceFilter(choices=Assignment.Source.choices)
 

@@ -35,9 +35,9 @@ def paper_detail(request, arxiv_id):
     """``/papers/<arxiv_id>/`` for a canonical arXiv identifier (``2409.01234``,
     ``hep-th/9901001``).
 
-    Any other spelling ``parse_arxiv_id`` accepts (``0801.3674v2``, ``arXiv:0801.3674``)
-    redirects permanently (301) to the canonical page of a stored paper. 404 for text that is
-    no identifier or a paper not stored.
+    Any other spelling ``parse_arxiv_id`` accepts (``0801.3674v2``, ``arXiv:0801.3674``, an
+    abs/pdf/html URL, the arXiv DOI, a PDF stamp) redirects permanently (301) to the canonical
+    page of a stored paper. 404 for text that is no identifier or a paper not stored.
     """
     try:
         canonical, _version = parse_arxiv_id(arxiv_id)

@@ -28,8 +28,9 @@ PAPER_ID_PARAMETER = OpenApiParameter(
     "paper_id",
     OpenApiTypes.STR,
     OpenApiParameter.PATH,
-    description="arXiv identifier, with or without version (2401.01234, 2401.01234v2, "
-    "hep-th/9901001v1), or local:<n> for a paper not on arXiv.",
+    description="arXiv identifier in any spelling (2401.01234, 2401.01234v2, hep-th/9901001v1, "
+    "arXiv:2401.01234, an abs or pdf URL, the arXiv DOI 10.48550/arXiv.2401.01234), or "
+    "local:<n> for a paper not on arXiv.",
 )
 
 
