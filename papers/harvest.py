@@ -26,7 +26,7 @@ from .ingest import papers_upsert
 from .models import HarvestRun
 from .records import ParseError
 from .sources import oai_sets, sources_for
-from .sources.base import Chunk, HarvestError, SourceError
+from .sources.base import Chunk, Gap, HarvestError, SourceError
 
 __all__ = [
     "HarvestLockUnavailable",
@@ -49,11 +49,12 @@ class HarvestSummary:
     """What one execution of a harvest run did (:func:`harvest_run`, :func:`harvest_run_resume`).
 
     ``run_id`` and ``status`` are the :class:`~papers.models.HarvestRun`'s after the execution
-    (``pending`` when it paused to continue in a new task); ``pages`` (chunks stored), paper
-    counts as in :class:`papers.ingest.IngestResult`, ``deleted`` (ids OAI reported deleted;
-    papers are kept), all for this execution (the run holds the totals); ``errors``: rejected
-    records, ids asked for and not delivered, unparseable recorded files, each an exception
-    naming its source and record or line.
+    (``pending`` when it paused to continue in a new task, ``incomplete`` when it ended with
+    gaps); ``pages`` (chunks stored), paper counts as in :class:`papers.ingest.IngestResult`,
+    ``deleted`` (ids OAI reported deleted; papers are kept), all for this execution (the run
+    holds the totals); ``errors``: rejected records, ids asked for and not delivered, pages or
+    result sets arXiv left short, unparseable recorded files, each an exception naming its
+    source and record or line; ``gaps``: the run's gaps as stored (``HarvestRun.gaps``).
     """
 
     kind: str
@@ -65,6 +66,7 @@ class HarvestSummary:
     unchanged: int = 0
     deleted: int = 0
     errors: list[Exception] = field(default_factory=list)
+    gaps: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary (a task's return value); at most 1000 error messages."""
@@ -79,6 +81,7 @@ class HarvestSummary:
             "deleted": self.deleted,
             "error_count": len(self.errors),
             "errors": [str(error) for error in self.errors[:SUMMARY_ERROR_LIMIT]],
+            "gaps": self.gaps[:SUMMARY_ERROR_LIMIT],
         }
 
 
@@ -199,7 +202,7 @@ def harvest_run(
 def harvest_run_resume(
     *, run: HarvestRun, batch_size: int | None = None, max_seconds: float | None = None
 ) -> HarvestSummary:
-    """Execute ``run`` from its checkpoint to its end (a succeeded run is left as it is).
+    """Execute ``run`` from its checkpoint to its end (a finished run is left as it is).
 
     Each page (chunk) is stored in one transaction together with the run's checkpoint: counts,
     errors, next resumption token, newest datestamp and position. A crash at any point leaves
@@ -220,8 +223,8 @@ def harvest_run_resume(
     Raises :class:`HarvestLocked` (nothing done) when another run of the kind holds the lock.
     Returns a :class:`HarvestSummary` of this execution.
     """
-    if run.status == HarvestRun.Status.SUCCEEDED:
-        return HarvestSummary(kind=run.kind, run_id=run.pk, status=run.status)
+    if run.is_finished:
+        return HarvestSummary(kind=run.kind, run_id=run.pk, status=run.status, gaps=run.gaps)
     with _SourceLock(run.kind, run_id=run.pk) as lock:
         return _execute(run, lock, batch_size=batch_size, max_seconds=max_seconds)
 
@@ -260,7 +263,8 @@ def _execute(
     summary = HarvestSummary(kind=run.kind, run_id=run.pk)
     attempt = _run_begin(run)
     if attempt is None:
-        summary.status = HarvestRun.Status.SUCCEEDED
+        summary.status = run.status
+        summary.gaps = run.gaps
         return summary
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
     try:
@@ -288,16 +292,22 @@ def _execute(
                 _store_source_end(run, attempt, index, errors=[error])
                 continue
             _store_source_end(run, attempt, index)
-        _run_set_status(run, attempt, HarvestRun.Status.SUCCEEDED)
-        summary.status = HarvestRun.Status.SUCCEEDED
-        logger.info(
-            "harvest run #%d succeeded: %d pages, %d created, %d updated, %d unchanged, %d errors",
+        # A run arXiv left short is never called a success, even with every page stored.
+        status = HarvestRun.Status.INCOMPLETE if run.gaps else HarvestRun.Status.SUCCEEDED
+        _run_set_status(run, attempt, status)
+        summary.status = status
+        summary.gaps = run.gaps
+        (logger.warning if run.gaps else logger.info)(
+            "harvest run #%d %s: %d pages, %d created, %d updated, %d unchanged, %d errors, "
+            "%d gaps",
             run.pk,
+            status,
             run.pages_done,
             run.records_created,
             run.records_updated,
             run.records_unchanged,
             run.error_count,
+            len(run.gaps),
         )
         return summary
     except _Superseded:
@@ -328,7 +338,7 @@ def _run_begin(run: HarvestRun) -> int | None:
     has succeeded meanwhile."""
     with transaction.atomic():
         locked = _locked_run(run, None)
-        if locked.status == HarvestRun.Status.SUCCEEDED:
+        if locked.is_finished:
             _copy_progress(locked, run)
             return None
         locked.status = HarvestRun.Status.RUNNING
@@ -371,6 +381,7 @@ def _store_chunk(
             locked.position = {"source": index, "state": chunk.position}
             locked.resumption_token = chunk.resumption_token or ""
         _add_errors(locked, [*rejected, *chunk.gaps])
+        _add_gaps(locked, chunk.gaps)
         locked.save()
     _copy_progress(locked, run)
     summary.pages += 1
@@ -416,7 +427,7 @@ def _run_set_status(run: HarvestRun, attempt: int, status: str) -> None:
         locked = _locked_run(run, attempt)
         locked.status = status
         fields = ["status", "updated_at"]
-        if status == HarvestRun.Status.SUCCEEDED:
+        if status in (HarvestRun.Status.SUCCEEDED, HarvestRun.Status.INCOMPLETE):
             locked.finished_at = timezone.now()
             locked.resumption_token = ""
             fields += ["finished_at", "resumption_token"]
@@ -458,6 +469,23 @@ def _add_errors(run: HarvestRun, errors: list) -> None:
     run.error_count += len(messages)
 
 
+def _add_gaps(run: HarvestRun, gaps: list) -> None:
+    """Append a chunk's gaps to ``run.gaps`` (at most ``ERRORS_KEPT``; every one is also
+    counted among the run's errors)."""
+    entries = [
+        {
+            "source": gap.source,
+            "query": gap.query if isinstance(gap, Gap) else gap.record,
+            "offset": gap.offset if isinstance(gap, Gap) else None,
+            "record": gap.record,
+            "message": gap.message,
+        }
+        for gap in gaps
+    ]
+    room = max(HarvestRun.ERRORS_KEPT - len(run.gaps), 0)
+    run.gaps = [*run.gaps, *entries[:room]]
+
+
 _PROGRESS_FIELDS = [
     "status",
     "attempt",
@@ -472,6 +500,7 @@ _PROGRESS_FIELDS = [
     "position",
     "errors",
     "error_count",
+    "gaps",
     "started_at",
     "finished_at",
     "updated_at",

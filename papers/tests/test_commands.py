@@ -164,7 +164,7 @@ def test_harvest_resume_continues_a_failed_run_from_its_checkpoint(server):
     assert server.queries() == [{"verb": "ListRecords", "resumptionToken": oai_token(PAGES[0])}]
     assert Paper.objects.count() == 60 and err == ""
     out, _ = run("harvest", "--resume", str(failed.pk), "--sync")
-    assert f"Harvest run #{failed.pk} has succeeded; nothing to resume." in out
+    assert f"Harvest run #{failed.pk} has finished (succeeded); nothing to resume." in out
     with pytest.raises(CommandError, match="there is no harvest run #999999"):
         run("harvest", "--resume", "999999")
 
@@ -230,6 +230,7 @@ def test_harvest_task_takes_plain_json_and_returns_a_summary():
         "deleted": 0,
         "error_count": 0,
         "errors": [],
+        "gaps": [],
     }
     assert json.loads(json.dumps(summary)) == summary
 
@@ -256,3 +257,36 @@ def test_harvest_truncated_gzip_snapshot_stores_what_was_read_and_fails_the_run(
     run.refresh_from_db()
     assert run.status == HarvestRun.Status.SUCCEEDED
     assert Paper.objects.count() == len(SNAPSHOT_HEAD.read_bytes().splitlines())
+
+
+def test_harvest_atom_that_arxiv_leaves_short_exits_non_zero_naming_the_gap(settings):
+    settings.ARXIV_API_EMPTY_PAGE_RETRIES = 1
+    atom_dir = RECORDED_DIR / "atom"
+    first = (atom_dir / "q_testing_s0_m10_bc5a6c384fe9.xml").read_bytes()
+    # arXiv's real empty feed: totalResults 0 where the first page promised 214881.
+    empty = (atom_dir / "id_0000.0000_s0_m100_8b51d9633a68.xml").read_bytes()
+    with LocalHttpServer(
+        lambda request: Reply(body=first if request.query["start"] == "0" else empty),
+        path="/api/query",
+    ) as api:
+        settings.ARXIV_API_BASE_URL = api.url
+        out = StringIO()
+        err = StringIO()
+        with pytest.raises(CommandError, match=r"harvest run #\d+ is incomplete"):
+            call_command(
+                "harvest",
+                "--atom",
+                "--query",
+                "testing",
+                "--max-results",
+                "30",
+                "--sync",
+                stdout=out,
+                stderr=err,
+            )
+
+    run = HarvestRun.objects.get()
+    assert run.status == "incomplete" and run.records_created == 10
+    assert [q["start"] for q in api.queries()] == ["0", "10", "10"]
+    assert f"Harvest run #{run.pk} incomplete" in out.getvalue()
+    assert "Gap: search_query=testing, offset 10: result set ended early" in err.getvalue()
