@@ -290,3 +290,25 @@ def test_harvest_atom_that_arxiv_leaves_short_exits_non_zero_naming_the_gap(sett
     assert [q["start"] for q in api.queries()] == ["0", "10", "10"]
     assert f"Harvest run #{run.pk} incomplete" in out.getvalue()
     assert "Gap: search_query=testing, offset 10: result set ended early" in err.getvalue()
+
+
+def test_harvest_recorded_replays_a_503_with_retry_after_then_the_page(tmp_path, settings, caplog):
+    settings.ARXIV_HTTP_RETRIES = 2
+    page = RECORDED_DIR / "atom" / "q_testing_s0_m10_bc5a6c384fe9.xml"
+    (tmp_path / "page.xml").write_bytes(page.read_bytes())
+    params = {
+        "search_query": "testing",
+        "sortBy": "relevance",
+        "sortOrder": "descending",
+        "start": "0",
+        "max_results": "10",
+    }
+    responses = [{"status": 503, "headers": {"Retry-After": "1"}}, {"file": "page.xml"}]
+    manifest = {"entries": [{"kind": "atom", "params": params, "responses": responses}]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+
+    out, _ = run("harvest", "--recorded", str(tmp_path), "--sync")
+
+    assert "recorded: 1 pages, 10 created" in out
+    assert Paper.objects.count() == 10
+    assert "HTTP 503; retrying in 1 s (Retry-After), attempt 2 of 3" in caplog.text
