@@ -38,9 +38,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# An incremental OAI harvest starts this long before the day the last one started: datestamps
-# are days, and a record changed while that harvest ran must not fall between the two.
-INCREMENTAL_OVERLAP = dt.timedelta(days=1)
 SUMMARY_ERROR_LIMIT = 1000
 
 
@@ -172,9 +169,11 @@ def harvest_run(
 
     ``kind`` and ``params`` are as :func:`papers.sources.sources_for` takes them (``recorded``,
     ``oai``, ``atom``, ``snapshot``). OAI list harvests get their ``sets`` written out
-    (``settings.ARXIV_OAI_SETS`` unless given) and, with ``"incremental": true`` and no
-    ``from``, the day before the last succeeded incremental harvest started (yesterday for the
-    first one), so that the stored run says exactly what it harvests.
+    (``settings.ARXIV_OAI_SETS`` unless given; ``[]`` is the whole repository) and, with
+    ``"incremental": true`` and no ``from``, ``settings.ARXIV_OAI_LOOKBACK_DAYS`` days before
+    the day the last succeeded incremental harvest started (before today for the first one),
+    so that the stored run says exactly what it harvests; the datestamp window is stored on
+    the run (``window_from``, ``window_until``: ``until``, or the day the run is made).
 
     ``task_id`` ties the run to the Celery task that makes it: when a run of that task exists
     already (the task was delivered again after its worker died, or retried), that run is
@@ -193,7 +192,9 @@ def harvest_run(
             return harvest_run_resume(run=existing, batch_size=batch_size, max_seconds=max_seconds)
     params = _resolved_params(kind, dict(params or {}))
     with _SourceLock(kind) as lock:
-        run = HarvestRun.objects.create(kind=kind, params=params, task_id=task_id)
+        run = HarvestRun.objects.create(
+            kind=kind, params=params, task_id=task_id, **_oai_window(kind, params)
+        )
         lock.claim(run.pk)
         logger.info("harvest run #%d (%s) made: %s", run.pk, kind, params)
         return _execute(run, lock, batch_size=batch_size, max_seconds=max_seconds)
@@ -241,6 +242,18 @@ def _resolved_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def _oai_window(kind: str, params: Mapping[str, Any]) -> dict[str, dt.date | None]:
+    """``window_from`` / ``window_until`` of an OAI list harvest (empty for anything else)."""
+    if kind != HarvestRun.Kind.OAI or params.get("identifiers") or params.get("resumption_token"):
+        return {}
+    until = params.get("until")
+    return {
+        "window_from": dt.date.fromisoformat(params["from"]) if params.get("from") else None,
+        # No ``until`` asks for everything up to now: today, in OAI's UTC datestamps.
+        "window_until": dt.date.fromisoformat(until) if until else timezone.now().date(),
+    }
+
+
 def _incremental_from() -> dt.date:
     last = (
         HarvestRun.objects.filter(
@@ -252,9 +265,11 @@ def _incremental_from() -> dt.date:
         .order_by("-started_at")
         .first()
     )
+    # Days, not one: arXiv adds records with datestamps in the past, and datestamps are days.
+    lookback = dt.timedelta(days=settings.ARXIV_OAI_LOOKBACK_DAYS)
     if last is None:
-        return timezone.now().date() - dt.timedelta(days=1)
-    return last.started_at.date() - INCREMENTAL_OVERLAP
+        return timezone.now().date() - lookback
+    return last.started_at.date() - lookback
 
 
 def _execute(

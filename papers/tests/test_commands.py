@@ -177,20 +177,23 @@ def test_harvest_oai_takes_several_sets_and_incremental(server):
 
     first, incremental = HarvestRun.objects.order_by("created_at")
     assert first.params["sets"] == ["cs", "physics:hep-th"]
-    # No incremental harvest before it: from yesterday, on the configured sets.
-    yesterday = (timezone.now().date() - dt.timedelta(days=1)).isoformat()
+    # No incremental harvest before it: the look-back (ARXIV_OAI_LOOKBACK_DAYS, 7) from today,
+    # on the configured sets.
+    today = timezone.now().date()
+    start = (today - dt.timedelta(days=7)).isoformat()
     assert incremental.params == {
         "metadata_prefix": "arXivRaw",
         "incremental": True,
         "sets": ["cs"],
-        "from": yesterday,
+        "from": start,
     }
     assert [(q.get("set"), q.get("from")) for q in server.queries()] == [
         ("cs", "2026-01-05"),
         ("physics:hep-th", "2026-01-05"),
-        ("cs", yesterday),
+        ("cs", start),
     ]
     assert f"Harvest run #{incremental.pk} succeeded: 1 pages, 0 records in all." in out
+    assert f"OAI datestamps {start} to {today}, sets: cs." in out
 
 
 def test_harvest_refuses_while_another_harvest_of_the_kind_runs(server):

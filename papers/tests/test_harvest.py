@@ -711,8 +711,9 @@ def test_the_resume_task_returns_quietly_for_a_run_that_is_gone():
 # --- incremental harvests and the schedule --------------------------------------------------
 
 
-def test_an_incremental_harvest_starts_the_day_before_the_last_one_started(server, settings):
+def test_an_incremental_harvest_looks_back_the_set_days_and_stores_its_window(server, settings):
     settings.ARXIV_OAI_SETS = ["cs", "stat"]
+    settings.ARXIV_OAI_LOOKBACK_DAYS = 4
     HarvestRun.objects.create(
         kind="oai",
         params={"incremental": True, "sets": ["cs"], "from": "2026-05-01"},
@@ -728,23 +729,42 @@ def test_an_incremental_harvest_starts_the_day_before_the_last_one_started(serve
         "base_url": server.url,
         "incremental": True,
         "sets": ["cs", "stat"],
-        "from": "2026-05-09",
+        "from": "2026-05-06",
     }
     assert [(q["set"], q["from"]) for q in server.queries()] == [
-        ("cs", "2026-05-09"),
-        ("stat", "2026-05-09"),
+        ("cs", "2026-05-06"),
+        ("stat", "2026-05-06"),
     ]
     assert (run.status, run.pages_done) == ("succeeded", 2)
+    # The window it covered: from the look-back to today (no 'until' asks for up to now).
+    assert (run.window_from, run.window_until) == (dt.date(2026, 5, 6), timezone.now().date())
 
 
-def test_the_first_incremental_harvest_starts_yesterday(server):
+def test_the_first_incremental_harvest_looks_back_from_today(server, settings):
+    settings.ARXIV_OAI_LOOKBACK_DAYS = 6
     server.handler = lambda request: Reply(body=oai_error("noRecordsMatch", "none"))
 
     harvest_run(kind="oai", params={"base_url": server.url, "incremental": True})
 
-    yesterday = timezone.now().date() - dt.timedelta(days=1)
-    assert server.queries()[0]["from"] == yesterday.isoformat()
-    assert HarvestRun.objects.get().params["from"] == yesterday.isoformat()
+    start = timezone.now().date() - dt.timedelta(days=6)
+    assert server.queries()[0]["from"] == start.isoformat()
+    assert HarvestRun.objects.get().params["from"] == start.isoformat()
+
+
+def test_oai_sets_empty_harvests_the_whole_repository(server, settings):
+    settings.ARXIV_OAI_SETS = []
+    server.handler = lambda request: Reply(body=oai_error("noRecordsMatch", "none"))
+
+    harvest_run(kind="oai", params={"base_url": server.url, "until": "2026-05-10"})
+
+    (query,) = server.queries()
+    assert "set" not in query and query["until"] == "2026-05-10"
+    run = HarvestRun.objects.get()
+    assert (run.params["sets"], run.window_from, run.window_until) == (
+        [],
+        None,
+        dt.date(2026, 5, 10),
+    )
 
 
 def test_bad_parameters_are_refused_before_a_run_is_made():

@@ -76,7 +76,8 @@ class Command(BaseCommand):
         oai.add_argument(
             "--incremental",
             action="store_true",
-            help="from the day before the last incremental harvest started (what beat runs)",
+            help="from ARXIV_OAI_LOOKBACK_DAYS days before the last incremental harvest "
+            "started (what beat runs)",
         )
         oai.add_argument("--metadata-prefix", default="arXivRaw", help="arXivRaw, arXiv or oai_dc")
         oai.add_argument("--resumption-token", help="continue a list from this token")
@@ -116,6 +117,12 @@ class Command(BaseCommand):
                 f"Harvest run #{run.pk} {run.status}: {run.pages_done} pages, "
                 f"{run.records_done} records in all."
             )
+            if run.window_until is not None:
+                sets = ", ".join(run.params.get("sets") or []) or "the whole repository"
+                self.stdout.write(
+                    f"OAI datestamps {run.window_from or 'from the first record'} to "
+                    f"{run.window_until}, sets: {sets}."
+                )
         for message in summary["errors"]:
             self.stderr.write(message)
         gaps = summary.get("gaps", [])
