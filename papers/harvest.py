@@ -26,7 +26,7 @@ from .ingest import papers_upsert
 from .models import HarvestRun
 from .records import ParseError
 from .sources import oai_sets, sources_for
-from .sources.base import Chunk, HarvestError, SourceError
+from .sources.base import Chunk, Gap, HarvestError, SourceError
 
 __all__ = [
     "HarvestLockUnavailable",
@@ -38,9 +38,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# An incremental OAI harvest starts this long before the day the last one started: datestamps
-# are days, and a record changed while that harvest ran must not fall between the two.
-INCREMENTAL_OVERLAP = dt.timedelta(days=1)
 SUMMARY_ERROR_LIMIT = 1000
 
 
@@ -49,11 +46,12 @@ class HarvestSummary:
     """What one execution of a harvest run did (:func:`harvest_run`, :func:`harvest_run_resume`).
 
     ``run_id`` and ``status`` are the :class:`~papers.models.HarvestRun`'s after the execution
-    (``pending`` when it paused to continue in a new task); ``pages`` (chunks stored), paper
-    counts as in :class:`papers.ingest.IngestResult`, ``deleted`` (ids OAI reported deleted;
-    papers are kept), all for this execution (the run holds the totals); ``errors``: rejected
-    records, ids asked for and not delivered, unparseable recorded files, each an exception
-    naming its source and record or line.
+    (``pending`` when it paused to continue in a new task, ``incomplete`` when it ended with
+    gaps); ``pages`` (chunks stored), paper counts as in :class:`papers.ingest.IngestResult`,
+    ``deleted`` (ids OAI reported deleted; papers are kept), all for this execution (the run
+    holds the totals); ``errors``: rejected records, ids asked for and not delivered, pages or
+    result sets arXiv left short, unparseable recorded files, each an exception naming its
+    source and record or line; ``gaps``: the run's gaps as stored (``HarvestRun.gaps``).
     """
 
     kind: str
@@ -65,6 +63,7 @@ class HarvestSummary:
     unchanged: int = 0
     deleted: int = 0
     errors: list[Exception] = field(default_factory=list)
+    gaps: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary (a task's return value); at most 1000 error messages."""
@@ -79,6 +78,7 @@ class HarvestSummary:
             "deleted": self.deleted,
             "error_count": len(self.errors),
             "errors": [str(error) for error in self.errors[:SUMMARY_ERROR_LIMIT]],
+            "gaps": self.gaps[:SUMMARY_ERROR_LIMIT],
         }
 
 
@@ -169,9 +169,11 @@ def harvest_run(
 
     ``kind`` and ``params`` are as :func:`papers.sources.sources_for` takes them (``recorded``,
     ``oai``, ``atom``, ``snapshot``). OAI list harvests get their ``sets`` written out
-    (``settings.ARXIV_OAI_SETS`` unless given) and, with ``"incremental": true`` and no
-    ``from``, the day before the last succeeded incremental harvest started (yesterday for the
-    first one), so that the stored run says exactly what it harvests.
+    (``settings.ARXIV_OAI_SETS`` unless given; ``[]`` is the whole repository) and, with
+    ``"incremental": true`` and no ``from``, ``settings.ARXIV_OAI_LOOKBACK_DAYS`` days before
+    the day the last succeeded incremental harvest started (before today for the first one),
+    so that the stored run says exactly what it harvests; the datestamp window is stored on
+    the run (``window_from``, ``window_until``: ``until``, or the day the run is made).
 
     ``task_id`` ties the run to the Celery task that makes it: when a run of that task exists
     already (the task was delivered again after its worker died, or retried), that run is
@@ -190,7 +192,9 @@ def harvest_run(
             return harvest_run_resume(run=existing, batch_size=batch_size, max_seconds=max_seconds)
     params = _resolved_params(kind, dict(params or {}))
     with _SourceLock(kind) as lock:
-        run = HarvestRun.objects.create(kind=kind, params=params, task_id=task_id)
+        run = HarvestRun.objects.create(
+            kind=kind, params=params, task_id=task_id, **_oai_window(kind, params)
+        )
         lock.claim(run.pk)
         logger.info("harvest run #%d (%s) made: %s", run.pk, kind, params)
         return _execute(run, lock, batch_size=batch_size, max_seconds=max_seconds)
@@ -199,7 +203,7 @@ def harvest_run(
 def harvest_run_resume(
     *, run: HarvestRun, batch_size: int | None = None, max_seconds: float | None = None
 ) -> HarvestSummary:
-    """Execute ``run`` from its checkpoint to its end (a succeeded run is left as it is).
+    """Execute ``run`` from its checkpoint to its end (a finished run is left as it is).
 
     Each page (chunk) is stored in one transaction together with the run's checkpoint: counts,
     errors, next resumption token, newest datestamp and position. A crash at any point leaves
@@ -220,8 +224,8 @@ def harvest_run_resume(
     Raises :class:`HarvestLocked` (nothing done) when another run of the kind holds the lock.
     Returns a :class:`HarvestSummary` of this execution.
     """
-    if run.status == HarvestRun.Status.SUCCEEDED:
-        return HarvestSummary(kind=run.kind, run_id=run.pk, status=run.status)
+    if run.is_finished:
+        return HarvestSummary(kind=run.kind, run_id=run.pk, status=run.status, gaps=run.gaps)
     with _SourceLock(run.kind, run_id=run.pk) as lock:
         return _execute(run, lock, batch_size=batch_size, max_seconds=max_seconds)
 
@@ -238,6 +242,18 @@ def _resolved_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def _oai_window(kind: str, params: Mapping[str, Any]) -> dict[str, dt.date | None]:
+    """``window_from`` / ``window_until`` of an OAI list harvest (empty for anything else)."""
+    if kind != HarvestRun.Kind.OAI or params.get("identifiers") or params.get("resumption_token"):
+        return {}
+    until = params.get("until")
+    return {
+        "window_from": dt.date.fromisoformat(params["from"]) if params.get("from") else None,
+        # No ``until`` asks for everything up to now: today, in OAI's UTC datestamps.
+        "window_until": dt.date.fromisoformat(until) if until else timezone.now().date(),
+    }
+
+
 def _incremental_from() -> dt.date:
     last = (
         HarvestRun.objects.filter(
@@ -249,9 +265,11 @@ def _incremental_from() -> dt.date:
         .order_by("-started_at")
         .first()
     )
+    # Days, not one: arXiv adds records with datestamps in the past, and datestamps are days.
+    lookback = dt.timedelta(days=settings.ARXIV_OAI_LOOKBACK_DAYS)
     if last is None:
-        return timezone.now().date() - dt.timedelta(days=1)
-    return last.started_at.date() - INCREMENTAL_OVERLAP
+        return timezone.now().date() - lookback
+    return last.started_at.date() - lookback
 
 
 def _execute(
@@ -260,7 +278,8 @@ def _execute(
     summary = HarvestSummary(kind=run.kind, run_id=run.pk)
     attempt = _run_begin(run)
     if attempt is None:
-        summary.status = HarvestRun.Status.SUCCEEDED
+        summary.status = run.status
+        summary.gaps = run.gaps
         return summary
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
     try:
@@ -288,16 +307,22 @@ def _execute(
                 _store_source_end(run, attempt, index, errors=[error])
                 continue
             _store_source_end(run, attempt, index)
-        _run_set_status(run, attempt, HarvestRun.Status.SUCCEEDED)
-        summary.status = HarvestRun.Status.SUCCEEDED
-        logger.info(
-            "harvest run #%d succeeded: %d pages, %d created, %d updated, %d unchanged, %d errors",
+        # A run arXiv left short is never called a success, even with every page stored.
+        status = HarvestRun.Status.INCOMPLETE if run.gaps else HarvestRun.Status.SUCCEEDED
+        _run_set_status(run, attempt, status)
+        summary.status = status
+        summary.gaps = run.gaps
+        (logger.warning if run.gaps else logger.info)(
+            "harvest run #%d %s: %d pages, %d created, %d updated, %d unchanged, %d errors, "
+            "%d gaps",
             run.pk,
+            status,
             run.pages_done,
             run.records_created,
             run.records_updated,
             run.records_unchanged,
             run.error_count,
+            len(run.gaps),
         )
         return summary
     except _Superseded:
@@ -328,7 +353,7 @@ def _run_begin(run: HarvestRun) -> int | None:
     has succeeded meanwhile."""
     with transaction.atomic():
         locked = _locked_run(run, None)
-        if locked.status == HarvestRun.Status.SUCCEEDED:
+        if locked.is_finished:
             _copy_progress(locked, run)
             return None
         locked.status = HarvestRun.Status.RUNNING
@@ -371,6 +396,7 @@ def _store_chunk(
             locked.position = {"source": index, "state": chunk.position}
             locked.resumption_token = chunk.resumption_token or ""
         _add_errors(locked, [*rejected, *chunk.gaps])
+        _add_gaps(locked, chunk.gaps)
         locked.save()
     _copy_progress(locked, run)
     summary.pages += 1
@@ -416,7 +442,7 @@ def _run_set_status(run: HarvestRun, attempt: int, status: str) -> None:
         locked = _locked_run(run, attempt)
         locked.status = status
         fields = ["status", "updated_at"]
-        if status == HarvestRun.Status.SUCCEEDED:
+        if status in (HarvestRun.Status.SUCCEEDED, HarvestRun.Status.INCOMPLETE):
             locked.finished_at = timezone.now()
             locked.resumption_token = ""
             fields += ["finished_at", "resumption_token"]
@@ -458,6 +484,23 @@ def _add_errors(run: HarvestRun, errors: list) -> None:
     run.error_count += len(messages)
 
 
+def _add_gaps(run: HarvestRun, gaps: list) -> None:
+    """Append a chunk's gaps to ``run.gaps`` (at most ``ERRORS_KEPT``; every one is also
+    counted among the run's errors)."""
+    entries = [
+        {
+            "source": gap.source,
+            "query": gap.query if isinstance(gap, Gap) else gap.record,
+            "offset": gap.offset if isinstance(gap, Gap) else None,
+            "record": gap.record,
+            "message": gap.message,
+        }
+        for gap in gaps
+    ]
+    room = max(HarvestRun.ERRORS_KEPT - len(run.gaps), 0)
+    run.gaps = [*run.gaps, *entries[:room]]
+
+
 _PROGRESS_FIELDS = [
     "status",
     "attempt",
@@ -472,6 +515,7 @@ _PROGRESS_FIELDS = [
     "position",
     "errors",
     "error_count",
+    "gaps",
     "started_at",
     "finished_at",
     "updated_at",

@@ -245,7 +245,14 @@ class HarvestRun(TimeStampedModel):
     - ``kind`` and ``params``: what is harvested, as ``papers.sources.sources_for`` takes them
       (plain JSON; OAI ``sets`` and an incremental ``from`` are resolved when the run is made);
     - ``status``: pending (made, or paused to continue in a new task), running, succeeded,
-      failed (kept resumable: its checkpoint is where the last stored page left it);
+      incomplete (ran to its end, but arXiv did not deliver all it was asked for: see
+      ``gaps``), failed (kept resumable: its checkpoint is where the last stored page left it);
+    - ``gaps``: what was asked for and not delivered, one object per gap: ``source`` (URL or
+      file), ``query`` (the API query or id asked for), ``offset`` (0-based position in the
+      result set where the gap starts, ``null`` for a single id), ``record`` and ``message``;
+    - ``window_from`` / ``window_until``: the datestamp window an OAI list harvest covers (both
+      days included; ``window_from`` empty: from the repository's first record); empty for
+      other harvests;
     - the checkpoint, saved in the same transaction as each page's records: ``pages_done``, the
       ``records_*`` counts, ``resumption_token`` (the OAI token of the next page, blank when
       none), ``last_datestamp`` (the newest OAI datestamp stored) and ``position`` (where to
@@ -270,6 +277,7 @@ class HarvestRun(TimeStampedModel):
         PENDING = "pending", "Pending"
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Succeeded"
+        INCOMPLETE = "incomplete", "Incomplete (gaps)"
         FAILED = "failed", "Failed"
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -292,6 +300,13 @@ class HarvestRun(TimeStampedModel):
     position = models.JSONField(default=dict, blank=True)
     errors = models.JSONField(default=list, blank=True)
     error_count = models.PositiveIntegerField(default=0)
+    gaps = models.JSONField(
+        default=list, blank=True, help_text="What was asked for and not delivered."
+    )
+    window_from = models.DateField(
+        null=True, blank=True, help_text="First OAI datestamp covered (empty: from the start)."
+    )
+    window_until = models.DateField(null=True, blank=True, help_text="Last OAI datestamp covered.")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -320,6 +335,11 @@ class HarvestRun(TimeStampedModel):
         )
 
     @property
+    def is_finished(self) -> bool:
+        """The run went through to its end: succeeded, or incomplete with its gaps recorded."""
+        return self.status in (self.Status.SUCCEEDED, self.Status.INCOMPLETE)
+
+    @property
     def is_resumable(self) -> bool:
-        """Every run but a succeeded one can be resumed (a running one is taken over)."""
-        return self.status != self.Status.SUCCEEDED
+        """Every run that has not finished can be resumed (a running one is taken over)."""
+        return not self.is_finished

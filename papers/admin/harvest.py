@@ -46,8 +46,11 @@ class HarvestRunAdmin(admin.ModelAdmin):
         "resumption_token",
         "last_datestamp",
         "position",
+        "window_from",
+        "window_until",
         "error_count",
         "error_messages",
+        "gap_list",
         "task_id",
         "attempt",
         "started_at",
@@ -83,6 +86,24 @@ class HarvestRunAdmin(admin.ModelAdmin):
         tail = format_html("<li>… and {} more</li>", more) if more > 0 else ""
         return format_html("<ol>{}{}</ol>", items, tail)
 
+    @admin.display(description="gaps (asked for, not delivered)")
+    def gap_list(self, run):
+        if not run.gaps:
+            return "-"
+        items = format_html_join(
+            "",
+            "<li>{}{}: {}</li>",
+            (
+                (
+                    gap["query"],
+                    "" if gap["offset"] is None else f", offset {gap['offset']}",
+                    gap["message"],
+                )
+                for gap in run.gaps
+            ),
+        )
+        return format_html("<ol>{}</ol>", items)
+
     def has_resume_permission(self, request):
         # Runs are read-only here, but resuming one changes it: the model's change permission.
         return request.user.has_perm("papers.change_harvestrun")
@@ -109,6 +130,6 @@ class HarvestRunAdmin(admin.ModelAdmin):
         if skipped:
             self.message_user(
                 request,
-                f"{skipped} selected run(s) had succeeded already; nothing to resume.",
+                f"{skipped} selected run(s) had finished already; nothing to resume.",
                 messages.WARNING,
             )

@@ -11,9 +11,8 @@ from django.conf import settings
 
 from papers.identifiers import InvalidArxivId, api_identifier, parse_arxiv_id
 from papers.parsers.atom import parse_atom_feed
-from papers.records import ParseError
 
-from .base import Chunk, SourceError, Transport, identifiers_from, int_param
+from .base import Chunk, Gap, SourceError, Transport, identifiers_from, int_param
 
 __all__ = [
     "AtomApiSource",
@@ -40,13 +39,17 @@ class AtomApiSource:
     - ``report_missing``: report ids of ``id_list`` the API did not return.
 
     :meth:`chunks` yields one :class:`Chunk` per response, with ``position``
-    ``{"start": next offset, "returned": [ids returned so far]}``, and stops when
-    ``max_results`` are read or the feed's ``totalResults`` is reached. A page with no entries
-    while ``start < totalResults`` (a known arXiv API behaviour) is asked for again; still
-    empty, it is skipped with a gap naming its range. The last chunk's ``gaps`` name each id
-    of ``id_list`` that was asked for and not returned. Error entries never become records:
-    they raise :class:`SourceError` (as does an HTTP 400 without one). Raises
-    :class:`ParseError` for an unparseable feed and :class:`HarvestError` from the transport.
+    ``{"start": next offset, "promised": the first page's totalResults, "returned": [ids
+    returned so far]}``, and stops when ``max_results`` are read or the ``totalResults`` the
+    first page promised is reached. A page with no entries before that (a known arXiv API
+    behaviour: an empty page that still reports the full total, or arXiv's empty feed with
+    ``totalResults`` 0) is asked for again; still empty, it becomes a :class:`Gap` naming the
+    query, the offset and the range: skipped when the page still reports results past its
+    offset, else the result set ended early and the source stops there. The last chunk's
+    ``gaps`` name each id of ``id_list`` that was asked for and not returned. Error entries
+    never become records: they raise :class:`SourceError` (as does an HTTP 400 without one).
+    Raises :class:`ParseError` for an unparseable feed and :class:`HarvestError` from the
+    transport.
     """
 
     kind = "atom"
@@ -116,6 +119,8 @@ class AtomApiSource:
         position = position or {}
         start = int(position.get("start", self.start))
         returned: set[str] = set(position.get("returned", ()))
+        # totalResults of the first page: later pages are held to it, whatever they report.
+        promised: int | None = position.get("promised")
         read = start - self.start
         empty_tries = 0
         while self.max_results is None or read < self.max_results:
@@ -143,48 +148,91 @@ class AtomApiSource:
                 )
             entries = len(page.records) + len(page.errors)
             total = page.total_results
+            if promised is None:
+                promised = total
             chunk = Chunk(source=fetched.source, records=page.records, errors=page.errors)
-            if entries == 0 and total is not None and start < total:
+            end = self._end(promised)
+            ended_early = False
+            if entries == 0 and end is not None and start < end:
+                # Short of what the first page promised: arXiv sends empty pages mid-way, some
+                # with the full totalResults, some as its empty feed with totalResults 0.
                 if empty_tries < self.empty_page_retries:
                     empty_tries += 1
                     logger.warning(
-                        "%s: no entries at start=%d of %d results; asking again (%d of %d)",
+                        "%s: no entries at start=%d of %d results (this page reports %s); "
+                        "asking again (%d of %d)",
                         fetched.source,
                         start,
+                        promised,
                         total,
                         empty_tries,
                         self.empty_page_retries,
                     )
                     continue
-                chunk.gaps = [
-                    ParseError(
-                        f"no entries at start={start} of {total} results after "
-                        f"{empty_tries + 1} requests; page skipped",
-                        source=fetched.source,
-                        record=f"results {start} to {start + size - 1}",
-                    )
-                ]
-                entries = size
+                if total is not None and start < total:
+                    # The page still counts results past it: skip it, read the next one.
+                    chunk.gaps = [
+                        self._gap(
+                            f"no entries at start={start} of {total} results after "
+                            f"{empty_tries + 1} requests; page skipped",
+                            source=fetched.source,
+                            record=f"results {start} to {start + size - 1}",
+                            offset=start,
+                        )
+                    ]
+                    entries = size
+                else:
+                    # The result set itself says it ended: asking further pages is pointless.
+                    chunk.gaps = [
+                        self._gap(
+                            f"result set ended early: no entries at start={start} after "
+                            f"{empty_tries + 1} requests, and the page reports {total} results "
+                            f"where the first page promised {promised}; results {start} to "
+                            f"{end - 1} not harvested",
+                            source=fetched.source,
+                            record=f"results {start} to {end - 1}",
+                            offset=start,
+                        )
+                    ]
+                    ended_early = True
             empty_tries = 0
             returned.update(record.arxiv_id for record in page.records)
             read += entries
             start += entries
             done = (
-                entries == 0
-                or (total is not None and start >= total)
+                ended_early
+                or entries == 0
+                or (promised is not None and start >= promised)
                 or (self.max_results is not None and read >= self.max_results)
             )
             if done:
                 chunk.gaps.extend(self._missing(returned, fetched.source))
             else:
-                chunk.position = {"start": start}
+                chunk.position = {"start": start, "promised": promised}
                 if self.report_missing:
                     chunk.position["returned"] = sorted(returned)
             yield chunk
             if done:
                 return
 
-    def _missing(self, returned: set[str], source: str) -> list[ParseError]:
+    def _end(self, promised: int | None) -> int | None:
+        """Offset just past the last result this source should read, ``None`` when unknown."""
+        if promised is None:
+            return None
+        if self.max_results is None:
+            return promised
+        return min(promised, self.start + self.max_results)
+
+    def _query(self) -> str:
+        """The request as a person would name it: the search query or the id list."""
+        if self.search_query:
+            return f"search_query={self.search_query}"
+        return "id_list=" + ",".join(self.id_list)
+
+    def _gap(self, message: str, *, source: str, record: str, offset: int | None) -> Gap:
+        return Gap(message, source=source, record=record, query=self._query(), offset=offset)
+
+    def _missing(self, returned: set[str], source: str) -> list[Gap]:
         """One error per id of ``id_list`` that no returned record carries."""
         if not self.report_missing:
             return []
@@ -196,8 +244,11 @@ class AtomApiSource:
                 canonical = asked
             if canonical not in returned:
                 missing.append(
-                    ParseError(
-                        "asked for but not returned by the arXiv API", source=source, record=asked
+                    self._gap(
+                        "asked for but not returned by the arXiv API",
+                        source=source,
+                        record=asked,
+                        offset=None,
                     )
                 )
         return missing

@@ -13,6 +13,7 @@ from papers.records import ArxivRecord, ParseError
 __all__ = [
     "Chunk",
     "Fetched",
+    "Gap",
     "HarvestError",
     "KINDS",
     "Source",
@@ -59,6 +60,41 @@ class SourceError(Exception):
         return functools.partial(type(self), source=self.source), (self.message,), self.__dict__
 
 
+class Gap(ParseError):
+    """Results a source was asked for and did not deliver, as a harvest run records them.
+
+    ``query`` is the request that came up short (an API ``search_query`` or ``id_list``, an
+    OAI identifier), ``offset`` the 0-based position in its result set where the missing part
+    starts (``None`` when the gap is not a range: an id that was not returned); ``source`` and
+    ``record`` as for :class:`ParseError`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str = "",
+        record: str = "",
+        query: str = "",
+        offset: int | None = None,
+    ):
+        super().__init__(message, source=source, record=record)
+        self.query = query
+        self.offset = offset
+
+    def __reduce__(self):
+        return (
+            functools.partial(
+                type(self),
+                source=self.source,
+                record=self.record,
+                query=self.query,
+                offset=self.offset,
+            ),
+            (self.message,),
+        )
+
+
 @dataclass(frozen=True)
 class Fetched:
     """A response body: ``body`` bytes, HTTP ``status``, ``source`` (the URL it came from, or
@@ -77,7 +113,9 @@ class Chunk:
     - ``records``: parsed records, in source order;
     - ``errors``: records the parser rejected (each names the source and the record or line);
     - ``gaps``: what was asked for and not delivered: ids the API did not return, ids OAI says
-      do not exist, pages the API kept empty (each names the source and the id or page);
+      do not exist, pages the API kept empty, an API result set that ended before the total its
+      first page promised (each names the source and the id or page; a :class:`Gap` also
+      names the query and offset);
     - ``deleted``: canonical ids OAI reported as deleted;
     - ``resumption_token``: OAI token for the page after this one (``None`` on the last page);
     - ``position``: JSON-ready dict that, given back to the same source's

@@ -9,28 +9,39 @@ Manifest format (``<directory>/manifest.json``)::
          "params": {"verb": "ListRecords", "resumptionToken": "496549|46001"}},
         {"kind": "atom", "file": "atom/one.xml", "status": 200,
          "params": {"id_list": "astro-ph/0601001", "start": "0", "max_results": "100", ...}},
+        {"kind": "atom", "params": {...},
+         "responses": [{"status": 503, "headers": {"Retry-After": "2"}, "file": "atom/busy.txt"},
+                       {"status": 200, "file": "atom/two.xml"}]},
         {"kind": "snapshot", "file": "snapshot/head.jsonl"}
     ]}
 
 ``params`` are the query parameters of the recorded request (matched after dropping empty
-values and turning every value into a string; no two entries may record the same request);
-``status`` is the recorded HTTP status (default 200); ``file`` is relative to the directory
-and may not leave it; ``description`` (optional) is free text. Anything else is refused.
+values and turning every value into a string; no two entries may record the same request).
+A request's answer is either one response, ``file`` with ``status`` (default 200) and
+``headers`` (default none) in the entry itself, or ``responses``: the answers it got, in order,
+each with ``status`` (default 200), ``headers`` and ``file`` (optional: an empty body). The
+n-th attempt at the request gets the n-th response and every later attempt the last one, so
+a recorded ``503`` with ``Retry-After`` followed by a ``200`` goes through the same retries
+and waits as over HTTP. ``file`` is relative to the directory and may not leave it;
+``description`` (optional) is free text. Anything else is refused.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+
+from django.conf import settings
 
 from .atom import AtomApiSource
-from .base import Fetched, HarvestError, Source
+from .base import Source
 from .oai import OaiPmhSource
 from .snapshot import SnapshotSource
+from .transports import RETRY_STATUSES, Attempt, RetryingTransport, retry_after_seconds
 
 __all__ = [
     "DEFAULT_RECORDED_DIR",
@@ -38,6 +49,7 @@ __all__ = [
     "ManifestEntry",
     "ManifestError",
     "NotRecorded",
+    "RecordedResponse",
     "RecordedTransport",
     "load_manifest",
     "recorded_sources",
@@ -56,14 +68,36 @@ class ManifestError(ValueError):
 
 
 @dataclass(frozen=True)
+class RecordedResponse:
+    """One recorded answer: HTTP ``status``, ``headers`` (as sent) and the absolute ``path`` of
+    its body (``None``: an empty body)."""
+
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    path: Path | None = None
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (any case), ``None`` when not recorded."""
+        return next((v for k, v in self.headers if k.lower() == name.lower()), None)
+
+
+@dataclass(frozen=True)
 class ManifestEntry:
-    """One recorded response (or snapshot file): ``kind`` (oai, atom, snapshot), absolute
-    ``path``, request ``params`` (empty for snapshots) and recorded HTTP ``status``."""
+    """One recorded request (or snapshot file): ``kind`` (oai, atom, snapshot), request
+    ``params`` (empty for snapshots), and ``responses``, the answers in the order they came
+    (one for a snapshot: its file). ``path`` and ``status`` are the last response's."""
 
     kind: str
-    path: Path
     params: dict[str, str]
-    status: int = 200
+    responses: tuple[RecordedResponse, ...]
+
+    @property
+    def path(self) -> Path | None:
+        return self.responses[-1].path
+
+    @property
+    def status(self) -> int:
+        return self.responses[-1].status
 
 
 def load_manifest(directory: str | Path) -> list[ManifestEntry]:
@@ -71,12 +105,14 @@ def load_manifest(directory: str | Path) -> list[ManifestEntry]:
 
     Raises :class:`ManifestError` naming the manifest, and the entry by its 1-based index, for
     a missing or unreadable manifest, one that is not ``{"entries": [...]}``, an entry that is
-    not an object or has keys other than ``kind``, ``file``, ``params``, ``status`` and
-    ``description``, an unknown kind, a ``file`` that is not a relative path to a file inside
-    the directory, ``params`` that are not an object of plain values (or are missing for an
-    OAI or API entry), a ``status`` that is not an HTTP status code (100 to 599), and two
-    entries with the same request ``params``: a request has one recorded response, so one of
-    the two files would never be replayed (both files are named).
+    not an object or has keys other than ``kind``, ``file``, ``params``, ``status``,
+    ``headers``, ``responses`` and ``description``, an unknown kind, a ``file`` that is not a
+    relative path to a file inside the directory, ``params`` that are not an object of plain
+    values (or are missing for an OAI or API entry), a ``status`` that is not an HTTP status
+    code (100 to 599), ``headers`` that are not an object of strings, ``responses`` that are
+    not a non-empty list of responses (or come with ``file`` or ``status``), and two entries
+    with the same request ``params``: one of the two would never be replayed (both are named;
+    a request's successive answers belong in one entry's ``responses``).
     """
     root = Path(directory).resolve()
     manifest_path = root / MANIFEST_NAME
@@ -100,18 +136,21 @@ def load_manifest(directory: str | Path) -> list[ManifestEntry]:
         entry = _manifest_entry(raw, root=root, where=where)
         if entry.kind != "snapshot":
             key = tuple(sorted(entry.params.items()))
+            name = raw.get("file", "its responses")
             if key in recorded:
                 first_index, first_file = recorded[key]
                 raise ManifestError(
-                    f"{where}: {raw['file']!r} records the same request params as entry "
-                    f"{first_index} ({first_file!r}): a request has one recorded response"
+                    f"{where}: {name!r} records the same request params as entry "
+                    f"{first_index} ({first_file!r}): list a request's successive answers "
+                    f"in one entry's 'responses'"
                 )
-            recorded[key] = (index, raw["file"])
+            recorded[key] = (index, name)
         entries.append(entry)
     return entries
 
 
-_ENTRY_KEYS = {"kind", "file", "params", "status", "description"}
+_ENTRY_KEYS = {"kind", "file", "params", "status", "headers", "responses", "description"}
+_RESPONSE_KEYS = {"file", "status", "headers"}
 
 
 def _manifest_entry(raw: Any, *, root: Path, where: str) -> ManifestEntry:
@@ -121,11 +160,72 @@ def _manifest_entry(raw: Any, *, root: Path, where: str) -> ManifestEntry:
     unknown = sorted(raw.keys() - _ENTRY_KEYS)
     if unknown:
         raise ManifestError(f"{where}: unknown keys {', '.join(map(repr, unknown))}")
-    kind, file_name = raw.get("kind"), raw.get("file")
-    if kind is None or file_name is None:
-        raise ManifestError(f"{where}: needs 'kind' and 'file'")
+    kind = raw.get("kind")
+    if kind is None or ("file" not in raw and "responses" not in raw):
+        raise ManifestError(f"{where}: needs 'kind' and 'file' (or 'responses')")
     if kind not in ("oai", "atom", "snapshot"):
         raise ManifestError(f"{where}: unknown kind {kind!r}")
+    params = raw.get("params")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict) or any(
+        isinstance(value, dict | list) for value in params.values()
+    ):
+        raise ManifestError(
+            f"{where}: 'params' must be an object of query parameters with plain values, "
+            f"not {params!r}"
+        )
+    if kind != "snapshot" and not params:
+        raise ManifestError(f"{where}: an {kind} entry needs the request 'params'")
+    if "responses" in raw:
+        if kind == "snapshot" or raw.keys() & {"file", "status", "headers"}:
+            raise ManifestError(
+                f"{where}: 'responses' lists an OAI or API request's answers, and replaces "
+                f"the entry's own 'file', 'status' and 'headers'"
+            )
+        listed = raw["responses"]
+        if not isinstance(listed, list) or not listed:
+            raise ManifestError(
+                f"{where}: 'responses' must be a non-empty list of responses, not {listed!r}"
+            )
+        responses = []
+        for number, item in enumerate(listed, start=1):
+            at = f"{where}, response {number}"
+            if not isinstance(item, dict) or item.keys() - _RESPONSE_KEYS:
+                raise ManifestError(
+                    f"{at}: a response is an object with 'status', 'headers' and 'file', "
+                    f"not {item!r}"
+                )
+            responses.append(_response(item, root=root, where=at, needs_file=False))
+    else:
+        responses = [_response(raw, root=root, where=where, needs_file=True)]
+    return ManifestEntry(kind=kind, params=_normalised(params), responses=tuple(responses))
+
+
+def _response(raw: dict, *, root: Path, where: str, needs_file: bool) -> RecordedResponse:
+    """The ``file``, ``status`` and ``headers`` of ``raw``, checked."""
+    file_name = raw.get("file")
+    path = None
+    if file_name is not None or needs_file:
+        path = _recorded_file(file_name, root=root, where=where)
+    status = raw.get("status", 200)
+    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+        raise ManifestError(
+            f"{where}: 'status' must be an HTTP status code (100 to 599), not {status!r}"
+        )
+    headers = raw.get("headers", {})
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise ManifestError(
+            f"{where}: 'headers' must be an object of header names and string values, "
+            f"not {headers!r}"
+        )
+    return RecordedResponse(status=status, headers=tuple(headers.items()), path=path)
+
+
+def _recorded_file(file_name: Any, *, root: Path, where: str) -> Path:
+    """The absolute path of ``file_name``, a file inside ``root``."""
     if not isinstance(file_name, str) or not file_name:
         raise ManifestError(
             f"{where}: 'file' must be a path inside the directory, not {file_name!r}"
@@ -140,24 +240,7 @@ def _manifest_entry(raw: Any, *, root: Path, where: str) -> ManifestEntry:
         if isinstance(error, ManifestError):
             raise
         raise ManifestError(f"{where}: cannot read {file_name!r} ({error})") from error
-    params = raw.get("params")
-    if params is None:
-        params = {}
-    if not isinstance(params, dict) or any(
-        isinstance(value, dict | list) for value in params.values()
-    ):
-        raise ManifestError(
-            f"{where}: 'params' must be an object of query parameters with plain values, "
-            f"not {params!r}"
-        )
-    if kind != "snapshot" and not params:
-        raise ManifestError(f"{where}: an {kind} entry needs the request 'params'")
-    status = raw.get("status", 200)
-    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
-        raise ManifestError(
-            f"{where}: 'status' must be an HTTP status code (100 to 599), not {status!r}"
-        )
-    return ManifestEntry(kind=kind, path=path, params=_normalised(params), status=status)
+    return path
 
 
 def _normalised(params: Mapping[str, Any]) -> dict[str, str]:
@@ -165,17 +248,45 @@ def _normalised(params: Mapping[str, Any]) -> dict[str, str]:
     return {str(key): str(value) for key, value in params.items() if value not in (None, "")}
 
 
-class RecordedTransport:
+class RecordedTransport(RetryingTransport):
     """Answers requests from the files a recorded directory's manifest lists (no network).
 
     A request matches an entry when its parameters equal the entry's ``params`` (after
     normalisation: values as strings, empty values dropped); the URL's base is ignored, so the
-    same sources run unchanged. Raises :class:`ManifestError` at construction for a bad manifest,
-    :class:`NotRecorded` from :meth:`get` for a request no entry matches, and
-    :class:`HarvestError` naming the file when the recorded status is not in ``ok_statuses``.
+    same sources run unchanged. Each attempt at a request gets the entry's next recorded
+    response (the last one once they are used up), and goes through the very retry loop of
+    :class:`~papers.sources.transports.HttpTransport` (:class:`RetryingTransport`): a recorded
+    429/503 is retried, after its ``Retry-After`` or the backoff, with ``retries``,
+    ``backoff_factor`` and ``retry_after_max`` defaulting to the same settings
+    (``ARXIV_HTTP_RETRIES``, ``ARXIV_HTTP_BACKOFF_SECONDS``, ``ARXIV_RETRY_AFTER_MAX``).
+    No request limiter: nothing reaches arXiv. ``sleep``: how waits are done (seconds).
+
+    Raises :class:`ManifestError` at construction for a bad manifest, :class:`NotRecorded` from
+    :meth:`get` for a request no entry matches, and :class:`HarvestError` as the HTTP
+    transport does (a recorded status not in ``ok_statuses``, retries spent).
     """
 
-    def __init__(self, directory: str | Path):
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        retries: int | None = None,
+        backoff_factor: float | None = None,
+        retry_after_max: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        super().__init__(
+            retries=retries if retries is not None else settings.ARXIV_HTTP_RETRIES,
+            backoff_factor=(
+                backoff_factor
+                if backoff_factor is not None
+                else settings.ARXIV_HTTP_BACKOFF_SECONDS
+            ),
+            retry_after_max=(
+                retry_after_max if retry_after_max is not None else settings.ARXIV_RETRY_AFTER_MAX
+            ),
+            sleep=sleep,
+        )
         self.directory = Path(directory).resolve()
         self.entries = load_manifest(self.directory)
         self._responses = {
@@ -183,25 +294,30 @@ class RecordedTransport:
             for entry in self.entries
             if entry.kind != "snapshot"
         }
+        # Attempts answered so far, per request.
+        self._answered: dict[tuple[tuple[str, str], ...], int] = {}
 
-    def get(
-        self, url: str, params: Mapping[str, str], *, ok_statuses: Iterable[int] = (200,)
-    ) -> Fetched:
-        """The recorded response for ``params`` (``url`` only appears in error messages).
-
-        Raises :class:`NotRecorded` when no entry matches and :class:`HarvestError` when the
-        recorded status is not in ``ok_statuses``.
-        """
+    def attempt(self, url: str, params: Mapping[str, str], full_url: str) -> Attempt:
+        """The next recorded response for ``params``; raises :class:`NotRecorded` when no entry
+        matches (``url`` only appears in the message)."""
         key = tuple(sorted(_normalised(params).items()))
         entry = self._responses.get(key)
         if entry is None:
             raise NotRecorded(
-                f"no recorded response for {url}?{urlencode(params)} in "
-                f"{self.directory / MANIFEST_NAME}"
+                f"no recorded response for {full_url} in {self.directory / MANIFEST_NAME}"
             )
-        if entry.status not in tuple(ok_statuses):
-            raise HarvestError(f"recorded HTTP status {entry.status}", url=str(entry.path))
-        return Fetched(body=entry.path.read_bytes(), status=entry.status, source=str(entry.path))
+        number = self._answered.get(key, 0)
+        self._answered[key] = number + 1
+        response = entry.responses[min(number, len(entry.responses) - 1)]
+        retry_after = None
+        if response.status in RETRY_STATUSES and response.header("Retry-After"):
+            retry_after = retry_after_seconds(response.header("Retry-After"))
+        return Attempt(
+            status=response.status,
+            body=response.path.read_bytes() if response.path else b"",
+            source=str(response.path or self.directory / MANIFEST_NAME),
+            retry_after=retry_after,
+        )
 
 
 def recorded_sources(directory: str | Path = DEFAULT_RECORDED_DIR) -> list[Source]:

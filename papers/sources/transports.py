@@ -1,4 +1,5 @@
-"""Talking to arXiv over HTTP, politely: :class:`HttpTransport` and the :class:`RequestLimiter`.
+"""Talking to arXiv over HTTP, politely: :class:`HttpTransport` and the :class:`RequestLimiter`;
+:class:`RetryingTransport`, the retry loop it shares with the recorded replay.
 
 :class:`HttpTransport` sends a descriptive User-Agent, uses connect/read timeouts and a
 deadline for the whole response, retries with exponential backoff on connection errors,
@@ -15,6 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import redis
@@ -27,10 +29,13 @@ from urllib3.util.retry import Retry
 from .base import Fetched, HarvestError
 
 __all__ = [
+    "Attempt",
     "HttpTransport",
     "RETRY_STATUSES",
     "RequestLimiter",
+    "RetryingTransport",
     "redis_client",
+    "retry_after_seconds",
 ]
 
 logger = logging.getLogger(__name__)
@@ -110,8 +115,114 @@ class _TooSlow(requests.Timeout):
 _RETRYABLE = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
 
 
-class HttpTransport:
-    """GET over HTTP with requests, retried by our own loop.
+@dataclass(frozen=True)
+class Attempt:
+    """One answer to one attempt at a request: HTTP ``status``, ``body``, ``source`` (the URL,
+    or the recorded file) and ``retry_after`` (seconds a 429/503 asked to wait, ``None`` when it
+    did not say or said something unreadable)."""
+
+    status: int
+    body: bytes
+    source: str
+    retry_after: float | None = None
+
+
+class RetryingTransport:
+    """The retry loop of every transport: the same for arXiv over HTTP and for a recorded
+    replay of it, so that a recorded ``503`` with ``Retry-After`` is handled exactly as the
+    real one was. Subclasses answer one attempt in :meth:`attempt`.
+
+    - ``retries``: retries after the first attempt, for what :meth:`attempt` raises among
+      ``retryable`` (connection errors and timeouts over HTTP) and HTTP 429/503;
+    - ``backoff_factor``: waits ``backoff_factor * 2**n`` seconds before retry ``n + 1``, or what
+      ``Retry-After`` says on a 429/503; a ``Retry-After`` longer than ``retry_after_max``
+      seconds ends the request at once: an outage is better left to the task's own, later
+      retry than to a blocked worker;
+    - ``limiter``: a :class:`RequestLimiter` every attempt waits for (``None``: no limit);
+    - ``sleep``: how waits are done (seconds).
+
+    :meth:`get` raises :class:`HarvestError` naming the request once retries are spent and for
+    an HTTP status not in ``ok_statuses`` (not retried).
+    """
+
+    retryable: tuple[type[BaseException], ...] = ()
+
+    def __init__(
+        self,
+        *,
+        retries: int,
+        backoff_factor: float,
+        retry_after_max: float,
+        limiter: RequestLimiter | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, not {retries}")
+        self.retries = retries
+        self.backoff_factor = backoff_factor
+        self.retry_after_max = retry_after_max
+        self.limiter = limiter
+        self.sleep = sleep
+
+    def attempt(self, url: str, params: Mapping[str, str], full_url: str) -> Attempt:
+        """Answer one attempt at ``GET url?params``; raise one of ``retryable`` for a failure a
+        later attempt may cure."""
+        raise NotImplementedError
+
+    def get(
+        self, url: str, params: Mapping[str, str], *, ok_statuses: Iterable[int] = (200,)
+    ) -> Fetched:
+        """GET ``url`` with query ``params``; returns the body.
+
+        Raises :class:`HarvestError` naming the full URL when retries are spent and for a
+        status not in ``ok_statuses``.
+        """
+        ok_statuses = tuple(ok_statuses)
+        full_url = f"{url}?{urlencode(params)}" if params else url
+        attempts = self.retries + 1
+        for number in range(1, attempts + 1):
+            if self.limiter is not None:
+                self.limiter.wait()
+            logger.info("GET %s (attempt %d of %d)", full_url, number, attempts)
+            try:
+                answer = self.attempt(url, params, full_url)
+            except self.retryable as error:
+                problem, delay, cause = f"{type(error).__name__}: {error}", None, error
+            else:
+                if answer.status in ok_statuses:
+                    return Fetched(body=answer.body, status=answer.status, source=answer.source)
+                if answer.status not in RETRY_STATUSES:
+                    raise HarvestError(f"unexpected HTTP status {answer.status}", url=full_url)
+                problem, delay, cause = f"HTTP {answer.status}", answer.retry_after, None
+                if delay is not None and delay > self.retry_after_max:
+                    raise HarvestError(
+                        f"HTTP {answer.status} with Retry-After {delay:g} s, more than the "
+                        f"{self.retry_after_max:g} s a harvest waits; try again later",
+                        url=full_url,
+                    )
+            if number == attempts:
+                raise HarvestError(
+                    f"gave up after {attempts} attempts; last: {problem}", url=full_url
+                ) from cause
+            if delay is None:
+                delay, why = self.backoff_factor * 2 ** (number - 1), "backoff"
+            else:
+                why = "Retry-After"
+            logger.warning(
+                "%s: %s; retrying in %g s (%s), attempt %d of %d",
+                full_url,
+                problem,
+                delay,
+                why,
+                number + 1,
+                attempts,
+            )
+            self.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+class HttpTransport(RetryingTransport):
+    """GET over HTTP with requests, retried by :class:`RetryingTransport`'s loop.
 
     The loop is ours, not urllib3's ``Retry``, because a connection dropped mid-body and a body
     that trickles in past the deadline happen after urllib3 is done, and because every attempt,
@@ -122,11 +233,9 @@ class HttpTransport:
       (default ``settings.ARXIV_HTTP_TIMEOUT``);
     - ``retries``: retries after the first attempt (default ``settings.ARXIV_HTTP_RETRIES``),
       for connection errors, timeouts, connections dropped mid-body and HTTP 429/503;
-    - ``backoff_factor``: waits ``backoff_factor * 2**n`` seconds before retry ``n + 1``
-      (default ``settings.ARXIV_HTTP_BACKOFF_SECONDS``), or what ``Retry-After`` says on a
-      429/503; a ``Retry-After`` longer than ``retry_after_max`` seconds (default
-      ``settings.ARXIV_RETRY_AFTER_MAX``) ends the request at once: an outage is better
-      left to the task's own, later retry than to a blocked worker;
+    - ``backoff_factor`` (default ``settings.ARXIV_HTTP_BACKOFF_SECONDS``) and
+      ``retry_after_max`` (default ``settings.ARXIV_RETRY_AFTER_MAX``): see
+      :class:`RetryingTransport`;
     - ``max_bytes``: a body longer than this is refused (default ``settings.ARXIV_HTTP_MAX_BYTES``);
     - ``limiter``: the :class:`RequestLimiter` every attempt waits for (default: the shared one);
     - ``sleep``: how backoff waits are done (seconds).
@@ -134,6 +243,8 @@ class HttpTransport:
     :meth:`get` raises :class:`HarvestError` naming the URL once retries are spent, for an
     HTTP status not in ``ok_statuses`` (not retried), and for an oversized body (not retried).
     """
+
+    retryable = _RETRYABLE
 
     def __init__(
         self,
@@ -147,72 +258,32 @@ class HttpTransport:
         limiter: RequestLimiter | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ):
+        super().__init__(
+            retries=retries if retries is not None else settings.ARXIV_HTTP_RETRIES,
+            backoff_factor=(
+                backoff_factor
+                if backoff_factor is not None
+                else settings.ARXIV_HTTP_BACKOFF_SECONDS
+            ),
+            retry_after_max=(
+                retry_after_max if retry_after_max is not None else settings.ARXIV_RETRY_AFTER_MAX
+            ),
+            limiter=limiter if limiter is not None else RequestLimiter(),
+            sleep=sleep,
+        )
         self.user_agent = user_agent or settings.ARXIV_USER_AGENT
         self.timeout = timeout if timeout is not None else settings.ARXIV_HTTP_TIMEOUT
-        self.retries = retries if retries is not None else settings.ARXIV_HTTP_RETRIES
-        self.backoff_factor = (
-            backoff_factor if backoff_factor is not None else settings.ARXIV_HTTP_BACKOFF_SECONDS
-        )
-        self.retry_after_max = (
-            retry_after_max if retry_after_max is not None else settings.ARXIV_RETRY_AFTER_MAX
-        )
         self.max_bytes = max_bytes if max_bytes is not None else settings.ARXIV_HTTP_MAX_BYTES
-        self.limiter = limiter if limiter is not None else RequestLimiter()
-        self.sleep = sleep
-        if self.retries < 0 or self.timeout <= 0 or self.max_bytes < 1:
-            raise ValueError("retries must be >= 0, timeout > 0 and max_bytes >= 1")
+        if self.timeout <= 0 or self.max_bytes < 1:
+            raise ValueError("timeout must be > 0 and max_bytes >= 1")
         self.session = requests.Session()
         self.session.headers["User-Agent"] = self.user_agent
 
-    def get(
-        self, url: str, params: Mapping[str, str], *, ok_statuses: Iterable[int] = (200,)
-    ) -> Fetched:
-        """GET ``url`` with query ``params``; returns the body (at most ``max_bytes``).
-
-        Raises :class:`HarvestError` naming the full URL when retries are spent, for a status
-        not in ``ok_statuses`` and for an oversized body.
-        """
-        ok_statuses = tuple(ok_statuses)
-        full_url = f"{url}?{urlencode(params)}" if params else url
-        attempts = self.retries + 1
-        for attempt in range(1, attempts + 1):
-            self.limiter.wait()
-            logger.info("GET %s (attempt %d of %d)", full_url, attempt, attempts)
-            try:
-                status, retry_after, body = self._fetch(url, params, full_url)
-            except _RETRYABLE as error:
-                problem, delay, cause = f"{type(error).__name__}: {error}", None, error
-            else:
-                if status in ok_statuses:
-                    return Fetched(body=body, status=status, source=full_url)
-                if status not in RETRY_STATUSES:
-                    raise HarvestError(f"unexpected HTTP status {status}", url=full_url)
-                problem, delay, cause = f"HTTP {status}", retry_after, None
-                if delay is not None and delay > self.retry_after_max:
-                    raise HarvestError(
-                        f"HTTP {status} with Retry-After {delay:g} s, more than the "
-                        f"{self.retry_after_max:g} s a harvest waits; try again later",
-                        url=full_url,
-                    )
-            if attempt == attempts:
-                raise HarvestError(
-                    f"gave up after {attempts} attempts; last: {problem}", url=full_url
-                ) from cause
-            if delay is None:
-                delay, why = self.backoff_factor * 2 ** (attempt - 1), "backoff"
-            else:
-                why = "Retry-After"
-            logger.warning(
-                "%s: %s; retrying in %g s (%s), attempt %d of %d",
-                full_url,
-                problem,
-                delay,
-                why,
-                attempt + 1,
-                attempts,
-            )
-            self.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+    def attempt(self, url: str, params: Mapping[str, str], full_url: str) -> Attempt:
+        """One GET: the status, ``Retry-After`` on a 429/503 and the body (at most
+        ``max_bytes``)."""
+        status, retry_after, body = self._fetch(url, params, full_url)
+        return Attempt(status=status, body=body, source=full_url, retry_after=retry_after)
 
     def _fetch(
         self, url: str, params: Mapping[str, str], full_url: str
@@ -225,7 +296,7 @@ class HttpTransport:
             status = response.status_code
             retry_after = None
             if status in RETRY_STATUSES and response.headers.get("Retry-After"):
-                retry_after = _retry_after_seconds(response.headers["Retry-After"])
+                retry_after = retry_after_seconds(response.headers["Retry-After"])
             body = self._read_capped(response, full_url, started)
         return status, retry_after, body
 
@@ -247,7 +318,7 @@ class HttpTransport:
         return b"".join(parts)
 
 
-def _retry_after_seconds(value: str) -> float | None:
+def retry_after_seconds(value: str) -> float | None:
     """Seconds a ``Retry-After`` header asks for (delta-seconds or an HTTP date), None when
     unreadable (then the transport's own backoff applies)."""
     try:

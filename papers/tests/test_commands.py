@@ -166,7 +166,7 @@ def test_harvest_resume_continues_a_failed_run_from_its_checkpoint(server):
     assert server.queries() == [{"verb": "ListRecords", "resumptionToken": oai_token(PAGES[0])}]
     assert Paper.objects.count() == 60 and err == ""
     out, _ = run("harvest", "--resume", str(failed.pk), "--sync")
-    assert f"Harvest run #{failed.pk} has succeeded; nothing to resume." in out
+    assert f"Harvest run #{failed.pk} has finished (succeeded); nothing to resume." in out
     with pytest.raises(CommandError, match="there is no harvest run #999999"):
         run("harvest", "--resume", "999999")
 
@@ -179,20 +179,23 @@ def test_harvest_oai_takes_several_sets_and_incremental(server):
 
     first, incremental = HarvestRun.objects.order_by("created_at")
     assert first.params["sets"] == ["cs", "physics:hep-th"]
-    # No incremental harvest before it: from yesterday, on the configured sets.
-    yesterday = (timezone.now().date() - dt.timedelta(days=1)).isoformat()
+    # No incremental harvest before it: the look-back (ARXIV_OAI_LOOKBACK_DAYS, 7) from today,
+    # on the configured sets.
+    today = timezone.now().date()
+    start = (today - dt.timedelta(days=7)).isoformat()
     assert incremental.params == {
         "metadata_prefix": "arXivRaw",
         "incremental": True,
         "sets": ["cs"],
-        "from": yesterday,
+        "from": start,
     }
     assert [(q.get("set"), q.get("from")) for q in server.queries()] == [
         ("cs", "2026-01-05"),
         ("physics:hep-th", "2026-01-05"),
-        ("cs", yesterday),
+        ("cs", start),
     ]
     assert f"Harvest run #{incremental.pk} succeeded: 1 pages, 0 records in all." in out
+    assert f"OAI datestamps {start} to {today}, sets: cs." in out
 
 
 def test_harvest_refuses_while_another_harvest_of_the_kind_runs(server):
@@ -322,6 +325,7 @@ def test_harvest_task_takes_plain_json_and_returns_a_summary():
         "deleted": 0,
         "error_count": 0,
         "errors": [],
+        "gaps": [],
     }
     assert json.loads(json.dumps(summary)) == summary
 
@@ -348,3 +352,58 @@ def test_harvest_truncated_gzip_snapshot_stores_what_was_read_and_fails_the_run(
     run.refresh_from_db()
     assert run.status == HarvestRun.Status.SUCCEEDED
     assert Paper.objects.count() == len(SNAPSHOT_HEAD.read_bytes().splitlines())
+
+
+def test_harvest_atom_that_arxiv_leaves_short_exits_non_zero_naming_the_gap(settings):
+    settings.ARXIV_API_EMPTY_PAGE_RETRIES = 1
+    atom_dir = RECORDED_DIR / "atom"
+    first = (atom_dir / "q_testing_s0_m10_bc5a6c384fe9.xml").read_bytes()
+    # arXiv's real empty feed: totalResults 0 where the first page promised 214881.
+    empty = (atom_dir / "id_0000.0000_s0_m100_8b51d9633a68.xml").read_bytes()
+    with LocalHttpServer(
+        lambda request: Reply(body=first if request.query["start"] == "0" else empty),
+        path="/api/query",
+    ) as api:
+        settings.ARXIV_API_BASE_URL = api.url
+        out = StringIO()
+        err = StringIO()
+        with pytest.raises(CommandError, match=r"harvest run #\d+ is incomplete"):
+            call_command(
+                "harvest",
+                "--atom",
+                "--query",
+                "testing",
+                "--max-results",
+                "30",
+                "--sync",
+                stdout=out,
+                stderr=err,
+            )
+
+    run = HarvestRun.objects.get()
+    assert run.status == "incomplete" and run.records_created == 10
+    assert [q["start"] for q in api.queries()] == ["0", "10", "10"]
+    assert f"Harvest run #{run.pk} incomplete" in out.getvalue()
+    assert "Gap: search_query=testing, offset 10: result set ended early" in err.getvalue()
+
+
+def test_harvest_recorded_replays_a_503_with_retry_after_then_the_page(tmp_path, settings, caplog):
+    settings.ARXIV_HTTP_RETRIES = 2
+    page = RECORDED_DIR / "atom" / "q_testing_s0_m10_bc5a6c384fe9.xml"
+    (tmp_path / "page.xml").write_bytes(page.read_bytes())
+    params = {
+        "search_query": "testing",
+        "sortBy": "relevance",
+        "sortOrder": "descending",
+        "start": "0",
+        "max_results": "10",
+    }
+    responses = [{"status": 503, "headers": {"Retry-After": "1"}}, {"file": "page.xml"}]
+    manifest = {"entries": [{"kind": "atom", "params": params, "responses": responses}]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+
+    out, _ = run("harvest", "--recorded", str(tmp_path), "--sync")
+
+    assert "recorded: 1 pages, 10 created" in out
+    assert Paper.objects.count() == 10
+    assert "HTTP 503; retrying in 1 s (Retry-After), attempt 2 of 3" in caplog.text

@@ -414,8 +414,9 @@ def test_id_does_not_exist_is_reported_for_that_id_only(server):
     )
 
     run = HarvestRun.objects.get()
+    # Everything was read, but one id asked for was not delivered: incomplete, not succeeded.
     assert (run.status, run.pages_done, run.records_created, run.records_rejected) == (
-        "succeeded",
+        "incomplete",
         2,
         1,
         0,
@@ -423,6 +424,7 @@ def test_id_does_not_exist_is_reported_for_that_id_only(server):
     assert stored_ids() == {"1401.2122"}
     (message,) = run.errors
     assert "1305.9999: OAI-PMH idDoesNotExist" in message and run.error_count == 1
+    assert [(gap["query"], gap["offset"]) for gap in run.gaps] == [("1305.9999", None)]
     assert [str(error) for error in summary.errors] == run.errors
 
 
@@ -479,9 +481,37 @@ def test_an_api_page_that_stays_empty_is_reported_and_the_rest_stored(server, se
     harvest_run(kind="atom", params=atom_params(server))
 
     run = HarvestRun.objects.get()
-    assert (run.status, run.pages_done, run.records_created) == ("succeeded", 3, 20)
+    assert (run.status, run.pages_done, run.records_created) == ("incomplete", 3, 20)
     (message,) = run.errors
     assert "results 10 to 19: no entries at start=10" in message
+    assert [(gap["query"], gap["offset"]) for gap in run.gaps] == [("search_query=testing", 10)]
+
+
+def test_an_api_result_set_that_ends_early_leaves_the_run_incomplete_with_its_gap(server, settings):
+    settings.ARXIV_API_EMPTY_PAGE_RETRIES = 1
+    # arXiv's real empty feed (totalResults 0) where the first page promised 214881 results.
+    empty_feed = (ATOM_DIR / "id_0000.0000_s0_m100_8b51d9633a68.xml").read_bytes()
+    pages = atom_search()
+    server.handler = lambda request: (
+        Reply(body=empty_feed) if request.query["start"] == "10" else pages(request)
+    )
+
+    summary = harvest_run(kind="atom", params=atom_params(server))
+
+    run = HarvestRun.objects.get()
+    assert [q["start"] for q in server.queries()] == ["0", "10", "10"]
+    assert (run.status, summary.status, run.records_created) == ("incomplete", "incomplete", 10)
+    (gap,) = run.gaps
+    assert (gap["query"], gap["offset"], gap["record"]) == (
+        "search_query=testing",
+        10,
+        "results 10 to 29",
+    )
+    assert "promised 214881" in gap["message"]
+    assert run.error_count == 1 and not run.is_resumable
+    # Resuming a finished run changes nothing.
+    assert harvest_run_resume(run=run).status == "incomplete"
+    assert len(server.requests) == 3
 
 
 def test_api_ids_asked_for_and_not_returned_are_reported(server):
@@ -495,7 +525,7 @@ def test_api_ids_asked_for_and_not_returned_are_reported(server):
 
     run = HarvestRun.objects.get()
     assert stored_ids() == {"1605.08386"}
-    assert (run.status, run.records_created, run.error_count) == ("succeeded", 1, 1)
+    assert (run.status, run.records_created, run.error_count) == ("incomplete", 1, 1)
     assert "1605.99999: asked for but not returned by the arXiv API" in run.errors[0]
     assert summary.as_dict()["error_count"] == 1
 
@@ -681,8 +711,9 @@ def test_the_resume_task_returns_quietly_for_a_run_that_is_gone():
 # --- incremental harvests and the schedule --------------------------------------------------
 
 
-def test_an_incremental_harvest_starts_the_day_before_the_last_one_started(server, settings):
+def test_an_incremental_harvest_looks_back_the_set_days_and_stores_its_window(server, settings):
     settings.ARXIV_OAI_SETS = ["cs", "stat"]
+    settings.ARXIV_OAI_LOOKBACK_DAYS = 4
     HarvestRun.objects.create(
         kind="oai",
         params={"incremental": True, "sets": ["cs"], "from": "2026-05-01"},
@@ -698,23 +729,42 @@ def test_an_incremental_harvest_starts_the_day_before_the_last_one_started(serve
         "base_url": server.url,
         "incremental": True,
         "sets": ["cs", "stat"],
-        "from": "2026-05-09",
+        "from": "2026-05-06",
     }
     assert [(q["set"], q["from"]) for q in server.queries()] == [
-        ("cs", "2026-05-09"),
-        ("stat", "2026-05-09"),
+        ("cs", "2026-05-06"),
+        ("stat", "2026-05-06"),
     ]
     assert (run.status, run.pages_done) == ("succeeded", 2)
+    # The window it covered: from the look-back to today (no 'until' asks for up to now).
+    assert (run.window_from, run.window_until) == (dt.date(2026, 5, 6), timezone.now().date())
 
 
-def test_the_first_incremental_harvest_starts_yesterday(server):
+def test_the_first_incremental_harvest_looks_back_from_today(server, settings):
+    settings.ARXIV_OAI_LOOKBACK_DAYS = 6
     server.handler = lambda request: Reply(body=oai_error("noRecordsMatch", "none"))
 
     harvest_run(kind="oai", params={"base_url": server.url, "incremental": True})
 
-    yesterday = timezone.now().date() - dt.timedelta(days=1)
-    assert server.queries()[0]["from"] == yesterday.isoformat()
-    assert HarvestRun.objects.get().params["from"] == yesterday.isoformat()
+    start = timezone.now().date() - dt.timedelta(days=6)
+    assert server.queries()[0]["from"] == start.isoformat()
+    assert HarvestRun.objects.get().params["from"] == start.isoformat()
+
+
+def test_oai_sets_empty_harvests_the_whole_repository(server, settings):
+    settings.ARXIV_OAI_SETS = []
+    server.handler = lambda request: Reply(body=oai_error("noRecordsMatch", "none"))
+
+    harvest_run(kind="oai", params={"base_url": server.url, "until": "2026-05-10"})
+
+    (query,) = server.queries()
+    assert "set" not in query and query["until"] == "2026-05-10"
+    run = HarvestRun.objects.get()
+    assert (run.params["sets"], run.window_from, run.window_until) == (
+        [],
+        None,
+        dt.date(2026, 5, 10),
+    )
 
 
 def test_bad_parameters_are_refused_before_a_run_is_made():
@@ -792,7 +842,7 @@ def test_the_admin_action_queues_the_resumption_of_failed_runs(
 
     messages = [str(message) for message in response.context["messages"]]
     assert f"Queued the resumption of run #{failed.pk}." in messages
-    assert "1 selected run(s) had succeeded already; nothing to resume." in messages
+    assert "1 selected run(s) had finished already; nothing to resume." in messages
     failed.refresh_from_db()
     assert (failed.status, failed.pages_done, failed.records_created) == ("succeeded", 3, 120)
 

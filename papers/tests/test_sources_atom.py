@@ -71,7 +71,11 @@ def test_atom_pages_with_start_and_max_results(server):
     chunks = list(search_source(server).chunks())
 
     assert [len(chunk.records) for chunk in chunks] == [10, 10, 10]
-    assert [chunk.position for chunk in chunks] == [{"start": 10}, {"start": 20}, None]
+    assert [chunk.position for chunk in chunks] == [
+        {"start": 10, "promised": 214881},
+        {"start": 20, "promised": 214881},
+        None,
+    ]
     assert [(q["start"], q["max_results"], q["search_query"]) for q in server.queries()] == [
         ("0", "10", "testing"),
         ("10", "10", "testing"),
@@ -105,7 +109,9 @@ def test_atom_empty_page_mid_way_is_asked_again(server, caplog):
     assert [len(chunk.records) for chunk in chunks] == [10, 10, 10]
     assert [chunk.gaps for chunk in chunks] == [[], [], []]
     assert [q["start"] for q in server.queries()] == ["0", "10", "10", "20"]
-    assert "no entries at start=10 of 214881 results; asking again (1 of 2)" in caplog.text
+    assert (
+        "no entries at start=10 of 214881 results (this page reports 214881); asking again (1 of 2)"
+    ) in caplog.text
 
 
 def test_atom_page_that_stays_empty_is_skipped_and_reported(server):
@@ -191,3 +197,54 @@ def test_atom_refuses_text_that_is_no_id_before_any_request(server):
     with pytest.raises(InvalidArxivId, match="'1234.12345'"):
         AtomApiSource(transport=transport(), base_url=server.url, id_list="1605.08386,1234.12345")
     assert server.requests == []
+
+
+# arXiv's real answer when a result set has nothing (here for the id 0000.0000): an empty feed
+# reporting totalResults 0. It also comes back for pages in the middle of a large result set.
+EMPTY_FEED = ATOM_DIR / "id_0000.0000_s0_m100_8b51d9633a68.xml"
+
+
+def test_atom_empty_feed_mid_way_is_asked_again_against_the_first_pages_total(server):
+    served_empty = []
+
+    def handler(request):
+        if request.query["start"] == "10" and not served_empty:
+            served_empty.append(request.number)
+            return page(EMPTY_FEED)
+        return atom_pages(request)
+
+    server.handler = handler
+
+    chunks = list(search_source(server, empty_page_retries=2).chunks())
+
+    # Not taken for the end of the result set: the first page promised 214881 results.
+    assert [len(chunk.records) for chunk in chunks] == [10, 10, 10]
+    assert [chunk.gaps for chunk in chunks] == [[], [], []]
+    assert [q["start"] for q in server.queries()] == ["0", "10", "10", "20"]
+
+
+def test_atom_result_set_that_ends_early_is_a_gap_naming_query_and_offset(server):
+    server.handler = lambda request: (
+        page(EMPTY_FEED) if request.query["start"] == "10" else atom_pages(request)
+    )
+
+    chunks = list(search_source(server, empty_page_retries=2).chunks())
+
+    assert [len(chunk.records) for chunk in chunks] == [10, 0]
+    (gap,) = chunks[1].gaps
+    assert (gap.query, gap.offset, gap.record) == ("search_query=testing", 10, "results 10 to 29")
+    assert "result set ended early: no entries at start=10 after 3 requests" in str(gap)
+    assert "reports 0 results where the first page promised 214881" in str(gap)
+    assert chunks[1].position is None
+    # Asked three times, then no further pages: the feed says the set has ended.
+    assert [q["start"] for q in server.queries()] == ["0", "10", "10", "10"]
+
+
+def test_atom_resumed_source_holds_later_pages_to_the_total_first_promised(server):
+    server.handler = lambda request: page(EMPTY_FEED)
+
+    (chunk,) = list(
+        search_source(server, empty_page_retries=0).chunks({"start": 20, "promised": 214881})
+    )
+
+    assert [(gap.query, gap.offset) for gap in chunk.gaps] == [("search_query=testing", 20)]

@@ -3,9 +3,13 @@ entry replayed once, and every malformed manifest refused naming the manifest an
 
 from __future__ import annotations
 
+import json
+import logging
+
 import pytest
 
 from papers.sources.atom import AtomApiSource
+from papers.sources.base import HarvestError
 from papers.sources.oai import OaiPmhSource
 from papers.sources.recorded import (
     ManifestError,
@@ -20,6 +24,7 @@ from .conftest import (
     RECORDED_DIR,
     RECORDED_RECORDS,
 )
+from .httpserver import Reply, page, transport
 
 
 def test_recorded_transport_answers_the_same_requests():
@@ -101,6 +106,29 @@ MALFORMED_MANIFESTS = {
         {"entries": [{**OAI_ENTRY, "parmas": {}}]},
         r"entry 1: unknown keys 'parmas'",
     ),
+    "responses empty": (
+        {"entries": [{"kind": "oai", "params": {"verb": "ListRecords"}, "responses": []}]},
+        r"entry 1: 'responses' must be a non-empty list of responses",
+    ),
+    "responses and file": (
+        {"entries": [{**OAI_ENTRY, "responses": [{"file": "b.xml"}]}]},
+        r"entry 1: 'responses' lists an OAI or API request's answers, and replaces",
+    ),
+    "response status": (
+        {
+            "entries": [
+                {
+                    **{k: v for k, v in OAI_ENTRY.items() if k != "file"},
+                    "responses": [{"status": 503}, {"status": "ok", "file": "a.xml"}],
+                }
+            ]
+        },
+        r"entry 1, response 2: 'status' must be an HTTP status code",
+    ),
+    "response headers": (
+        {"entries": [{**OAI_ENTRY, "headers": {"Retry-After": 5}}]},
+        r"entry 1: 'headers' must be an object of header names and string values",
+    ),
     # Entries that load but ask for a request no source can send, named by their index.
     "OAI verb": (
         {"entries": [OAI_ENTRY, {**OAI_ENTRY, "file": "b.xml", "params": {"verb": "Identify"}}]},
@@ -160,5 +188,80 @@ def test_two_entries_recording_one_request_are_refused_naming_both_files(tmp_pat
 
     assert str(raised.value) == (
         f"{tmp_path / 'manifest.json'}, entry 3: 'b.xml' records the same request params as "
-        f"entry 1 ('a.xml'): a request has one recorded response"
+        f"entry 1 ('a.xml'): list a request's successive answers in one entry's 'responses'"
     )
+
+
+# --- several responses for one request: a 503 with Retry-After, then the page -----------------
+
+ATOM_PAGE = RECORDED_DIR / "atom" / "q_testing_s0_m10_bc5a6c384fe9.xml"
+ATOM_PARAMS = {
+    "search_query": "testing",
+    "id_list": "",
+    "sortBy": "relevance",
+    "sortOrder": "descending",
+    "start": "0",
+    "max_results": "10",
+}
+
+
+def busy_then_page_manifest(directory, retry_after="2"):
+    """A recorded directory whose one API request was answered 503 (Retry-After), then 200."""
+    (directory / "atom").mkdir()
+    (directory / "atom" / "page.xml").write_bytes(ATOM_PAGE.read_bytes())
+    entry = {
+        "kind": "atom",
+        "params": ATOM_PARAMS,
+        "responses": [
+            {"status": 503, "headers": {"Retry-After": retry_after}},
+            {
+                "status": 200,
+                "headers": {"Content-Type": "application/atom+xml"},
+                "file": "atom/page.xml",
+            },
+        ],
+    }
+    (directory / "manifest.json").write_text(json.dumps({"entries": [entry]}))
+
+
+def replay(transport, base_url):
+    source = AtomApiSource.from_request(ATOM_PARAMS, transport=transport)
+    source.base_url = base_url
+    return list(source.chunks())
+
+
+@pytest.mark.usefixtures("quick_limiter")
+def test_a_recorded_503_then_200_replays_exactly_as_over_http(tmp_path, server, caplog):
+    server.handler = lambda request: (
+        Reply(status=503, headers={"Retry-After": "2"}) if request.number == 1 else page(ATOM_PAGE)
+    )
+    busy_then_page_manifest(tmp_path)
+    outcomes = []
+    for make in (
+        lambda waits: transport(retries=2, backoff_factor=5, sleep=waits.append),
+        lambda waits: RecordedTransport(tmp_path, retries=2, backoff_factor=5, sleep=waits.append),
+    ):
+        waits = []
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="papers.sources.transports"):
+            chunks = replay(make(waits), server.url)
+        retried = [r.getMessage().split(": ", 1)[1] for r in caplog.records]
+        outcomes.append(([r.arxiv_id for c in chunks for r in c.records], waits, retried))
+
+    over_http, recorded = outcomes
+    assert len(over_http[0]) == 10
+    assert over_http == recorded
+    # Retry-After decided the wait (the backoff would be 5 s).
+    assert recorded[1:] == ([2], ["HTTP 503; retrying in 2 s (Retry-After), attempt 2 of 3"])
+
+
+def test_recorded_responses_used_up_repeat_the_last_and_retries_are_bounded(tmp_path):
+    busy_then_page_manifest(tmp_path)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest["entries"][0]["responses"] = [{"status": 503, "headers": {"Retry-After": "1"}}]
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    waits = []
+
+    with pytest.raises(HarvestError, match="gave up after 3 attempts; last: HTTP 503"):
+        replay(RecordedTransport(tmp_path, retries=2, sleep=waits.append), "http://arxiv")
+    assert waits == [1, 1]

@@ -388,6 +388,9 @@ ARXIV_INGEST_BATCH_SIZE = env_int("ARXIV_INGEST_BATCH_SIZE", 500, minimum=1)
 # OAI sets a harvest covers unless it names its own (arXiv has renamed its sets before); an
 # empty value means the whole repository.
 ARXIV_OAI_SETS = env_list("ARXIV_OAI_SETS", ["cs"])
+# An incremental OAI harvest starts this many days before the day the last one started:
+# arXiv adds records with datestamps in the past (late announcements, holidays, corrections).
+ARXIV_OAI_LOOKBACK_DAYS = env_int("ARXIV_OAI_LOOKBACK_DAYS", 7, minimum=1)
 # arXiv asks for at most one request every 3 s; shared by every worker through Redis.
 ARXIV_REQUEST_INTERVAL_MS = env_int("ARXIV_REQUEST_INTERVAL_MS", 3000, minimum=0)
 # Backoff before retry n is this times 2**(n-1) seconds; a Retry-After longer than

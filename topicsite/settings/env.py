@@ -51,8 +51,13 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
-    """Read ``name`` as a comma-separated list of non-empty strings."""
-    raw = env.str(name, default=None)
+    """Read ``name`` as a comma-separated list of non-empty strings; ``default`` when unset.
+
+    Set but empty (``NAME=``) is the empty list, not the default: for ``ARXIV_OAI_SETS`` it
+    means the whole repository.
+    """
+    # Not env.str: django-environ reads an empty value as unset.
+    raw = env.ENVIRON.get(name)
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]

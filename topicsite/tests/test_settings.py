@@ -23,6 +23,7 @@ print(json.dumps({
     "cache_location": settings.CACHES["default"].get("LOCATION", ""),
     "broker": settings.CELERY_BROKER_URL, "eager": settings.CELERY_TASK_ALWAYS_EAGER,
     "allowed_hosts": settings.ALLOWED_HOSTS,
+    "oai_sets": settings.ARXIV_OAI_SETS, "oai_lookback_days": settings.ARXIV_OAI_LOOKBACK_DAYS,
 }))
 """
 
@@ -42,6 +43,7 @@ def show_settings(run_manage, env):
         ("DJANGO_CONN_MAX_AGE", "abc"),
         ("ARXIV_INGEST_BATCH_SIZE", "0"),
         ("ARXIV_HTTP_TIMEOUT", "-1"),
+        ("ARXIV_OAI_LOOKBACK_DAYS", "0"),
         ("REDIS_URL", "redis://127.0.0.1:notaport/8"),
         ("DATABASE_URL", "postgres://h:notaport/db"),
         ("DATABASE_URL", "sqlite://"),
@@ -103,3 +105,14 @@ def test_production_without_a_secret_key_refuses_to_start(run_manage):
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr
     assert "DJANGO_SECRET_KEY" in result.stderr
+
+
+def test_oai_sets_set_but_empty_mean_the_whole_repository(run_manage):
+    # The README: "empty: the whole repository"; unset keeps the default.
+    assert show_settings(run_manage, env={"ARXIV_OAI_SETS": ""})["oai_sets"] == []
+    unset = show_settings(run_manage, env={})
+    assert (unset["oai_sets"], unset["oai_lookback_days"]) == (["cs"], 7)
+    given = show_settings(
+        run_manage, env={"ARXIV_OAI_SETS": "cs, stat", "ARXIV_OAI_LOOKBACK_DAYS": "3"}
+    )
+    assert (given["oai_sets"], given["oai_lookback_days"]) == (["cs", "stat"], 3)

@@ -3,8 +3,10 @@ snapshot as a stored harvest run, or resume a run that failed or was interrupted
 
 Runs through the ``papers.tasks.harvest`` / ``harvest_resume`` Celery tasks (in-process when
 Celery is eager, the embedded default; queued for a worker otherwise) unless ``--sync`` runs
-the service here. Exits non-zero when the run failed (naming it and how to resume it) or when
-records were rejected or asked-for ids not delivered, printing each with its source and record.
+the service here. Exits non-zero when the run failed (naming it and how to resume it), when it
+ended incomplete (arXiv did not deliver all it was asked for: each gap printed with its query
+and offset), or when records were rejected or asked-for ids not delivered, printing each with
+its source and record.
 """
 
 from pathlib import Path
@@ -75,7 +77,8 @@ class Command(BaseCommand):
         oai.add_argument(
             "--incremental",
             action="store_true",
-            help="from the day before the last incremental harvest started (what beat runs)",
+            help="from ARXIV_OAI_LOOKBACK_DAYS days before the last incremental harvest "
+            "started (what beat runs)",
         )
         oai.add_argument("--metadata-prefix", default="arXivRaw", help="arXivRaw, arXiv or oai_dc")
         oai.add_argument("--resumption-token", help="continue a list from this token")
@@ -122,9 +125,24 @@ class Command(BaseCommand):
                 f"Harvest run #{run.pk} {run.status}: {run.pages_done} pages, "
                 f"{run.records_done} records in all."
             )
+            if run.window_until is not None:
+                sets = ", ".join(run.params.get("sets") or []) or "the whole repository"
+                self.stdout.write(
+                    f"OAI datestamps {run.window_from or 'from the first record'} to "
+                    f"{run.window_until}, sets: {sets}."
+                )
+        for message in summary["errors"]:
+            self.stderr.write(message)
+        gaps = summary.get("gaps", [])
+        for gap in gaps:
+            offset = "" if gap["offset"] is None else f", offset {gap['offset']}"
+            self.stderr.write(f"Gap: {gap['query']}{offset}: {gap['message']}")
+        if summary["status"] == HarvestRun.Status.INCOMPLETE:
+            raise CommandError(
+                f"harvest run #{summary['run_id']} is incomplete: arXiv did not deliver "
+                f"everything asked for ({len(gaps)} gaps, listed above and on the run)"
+            )
         if summary["error_count"]:
-            for message in summary["errors"]:
-                self.stderr.write(message)
             raise CommandError(f"{summary['error_count']} records or pages were rejected")
 
     def _run(self, options) -> dict | None:
@@ -133,7 +151,9 @@ class Command(BaseCommand):
             if run is None:
                 raise CommandError(f"there is no harvest run #{options['resume']}")
             if not run.is_resumable:
-                self.stdout.write(f"Harvest run #{run.pk} has succeeded; nothing to resume.")
+                self.stdout.write(
+                    f"Harvest run #{run.pk} has finished ({run.status}); nothing to resume."
+                )
                 return None
             if options["sync"]:
                 return harvest_run_resume(run=run).as_dict()
