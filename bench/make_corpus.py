@@ -27,9 +27,9 @@ Everything is written with binary COPY in chunks, then ``ANALYZE``. At 1,000,000
 takes about 25 minutes (on a loaded machine) and 2.5 GB.
 
 ``--smoke`` (what CI runs): 2,000 papers on a database of its own (``bench/smoke.py``), the
-corpus ``bench_scale.py``, ``bench_load.py`` and ``bench_topic_index.py`` read with
-``--smoke`` (each builds it first if it is missing: ``smoke_corpus_ensure``). It is kept for
-them; drop it with ``dropdb``.
+corpus ``bench_scale.py``, ``bench_load.py``, ``bench_topic_index.py`` and
+``bench_paging.py`` read with ``--smoke`` (each builds it first if it is missing:
+``smoke_corpus_ensure``). It is kept for them; drop it with ``dropdb``.
 """
 
 from __future__ import annotations
