@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import signal
 import subprocess
 import time
 
@@ -68,6 +69,13 @@ class OwnRedis:
 
     def client(self):
         return redis.Redis.from_url(self.url)
+
+    def pause(self):
+        """Hang it (SIGSTOP): connections are still accepted by the kernel, nothing answers."""
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.process.send_signal(signal.SIGCONT)
 
 
 @pytest.fixture
@@ -300,3 +308,40 @@ def test_stored_papers_stay_and_are_tagged_once_redis_is_back(own_redis, caplog,
     assert "Queued tagging of 50 papers in 1 chunks" in capsys.readouterr().out
     (message,) = own_redis.client().lrange("tag", 0, -1)
     assert b"topics.tasks.tag_papers" in message
+
+
+def test_a_hung_redis_costs_one_short_wait_then_is_skipped(own_redis, site_data, client, settings):
+    """SIGSTOP, not a refused connection: every cache call would wait for its socket timeout.
+    The first failure opens the breaker; pages then answer without waiting, and once the
+    breaker's time is up a Redis that answers again is used again."""
+    from django.core.cache import cache
+
+    cache_settings = settings.CACHES["default"]
+    settings.CACHES = {
+        "default": {
+            **cache_settings,
+            "OPTIONS": {**cache_settings["OPTIONS"], "BREAKER_SECONDS": 2},
+        }
+    }
+    topic, paper = site_data
+    urls = reader_urls(topic, paper)
+    assert {client.get(url).status_code for url in urls} == {200}
+
+    own_redis.pause()
+    timings = []
+    for url in urls:
+        started = time.monotonic()
+        response = client.get(url)
+        timings.append(time.monotonic() - started)
+        assert response.status_code == 200, url
+
+    # One socket timeout (0.25 s) in all, on the first page; each later page makes several
+    # cache calls and would wait for each of them without the breaker.
+    assert timings[0] < 1.5, timings
+    assert max(timings[1:]) < 0.9, timings
+    assert sum(timings) < 4, timings
+
+    own_redis.resume()
+    time.sleep(2.1)
+    cache.set("after-the-hang", "back", timeout=60)
+    assert own_redis.client().exists(cache.make_key("after-the-hang")) == 1
