@@ -67,9 +67,12 @@ class _GuardedClient:
         self._breaker = breaker
         self._seconds = seconds
 
+    # Calls that never wait on Redis: closing (a pool disconnect), building keys, encoding.
+    LOCAL_CALLS = frozenset({"close", "make_key", "make_pattern", "encode", "decode"})
+
     def __getattr__(self, name):
         attribute = getattr(self._client, name)
-        if not callable(attribute):
+        if not callable(attribute) or name in self.LOCAL_CALLS:
             return attribute
 
         def call(*args, **kwargs):

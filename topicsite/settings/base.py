@@ -107,7 +107,8 @@ if REDIS_URL:
     # and every write a no-op (logged, "Exception ignored"), so pages and the API answer from
     # PostgreSQL. A call waits at most the socket timeouts (seconds; Redis answers a healthy
     # request in well under a millisecond), and after one failure the breaker skips Redis for
-    # BREAKER_SECONDS, so a hung Redis costs one request a quarter of a second, not every page.
+    # REDIS_CACHE_BREAKER_SECONDS (each web process on its own), so a hung Redis costs one
+    # request a quarter of a second per process and period, not every page.
     # With Redis down, allauth's rate limits (ACCOUNT_RATE_LIMITS, keys "allauth:rl:") count
     # in each web process's memory instead (log-in keeps working, guessing stays limited per
     # process); ask's ASK_RATE_LIMIT_PER_MINUTE and the API throttles FAIL OPEN.
@@ -122,7 +123,7 @@ if REDIS_URL:
                 "IGNORE_EXCEPTIONS": True,
                 "SOCKET_CONNECT_TIMEOUT": 0.25,
                 "SOCKET_TIMEOUT": 0.25,
-                "BREAKER_SECONDS": 30,
+                "BREAKER_SECONDS": env_int("REDIS_CACHE_BREAKER_SECONDS", 30, minimum=1),
                 "LOCAL_FALLBACK_KEY_PREFIXES": ["allauth:rl:"],
             },
         }
