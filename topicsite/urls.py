@@ -1,6 +1,12 @@
+from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
+
+# Staff log in on allauth's page (/admin/login/ redirects there with ?next=), as allauth
+# documents: its rate limits (ACCOUNT_RATE_LIMITS, per account and per address) then cover the
+# admin too, whose own form had none. Signed in but not staff: 403.
+admin.site.login = secure_admin_login(admin.site.login)
 
 urlpatterns = [
     path("admin/", admin.site.urls),

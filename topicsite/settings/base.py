@@ -102,26 +102,34 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_redis_url("REDIS_URL")
 if REDIS_URL:
+    # --- cache: Redis down or hung (topicsite/cache.py) ---
     # django-redis, because it can skip a dead cache: with Redis down every cache read is a miss
     # and every write a no-op (logged, "Exception ignored"), so pages and the API answer from
-    # PostgreSQL. Rate limits counted in the cache (allauth's ACCOUNT_RATE_LIMITS, ask's
-    # ASK_RATE_LIMIT_PER_MINUTE, the API throttles) deliberately FAIL OPEN then: readers keep
-    # the site, and log-in guessing is slowed only by password hashing until Redis is back.
-    # Locks taken with cache.add (digest sweep, retraining) fail closed: that run does nothing.
-    # Timeouts in seconds keep a request from hanging on an unreachable (not refusing) host.
+    # PostgreSQL. A call waits at most the socket timeouts (seconds; Redis answers a healthy
+    # request in well under a millisecond), and after one failure the breaker skips Redis for
+    # REDIS_CACHE_BREAKER_SECONDS (each web process on its own), so a hung Redis costs one
+    # request a quarter of a second per process and period, not every page.
+    # With Redis down, allauth's rate limits (ACCOUNT_RATE_LIMITS, keys "allauth:rl:") count
+    # in each web process's memory instead (log-in keeps working, guessing stays limited per
+    # process); ask's ASK_RATE_LIMIT_PER_MINUTE and the API throttles FAIL OPEN.
+    # Locks taken with cache.add (digest sweep, retraining, harvest) fail closed: that run does
+    # nothing.
     CACHES = {
         "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
+            "BACKEND": "topicsite.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "topicsite",
             "OPTIONS": {
                 "IGNORE_EXCEPTIONS": True,
-                "SOCKET_CONNECT_TIMEOUT": 1,
-                "SOCKET_TIMEOUT": 1,
+                "SOCKET_CONNECT_TIMEOUT": 0.25,
+                "SOCKET_TIMEOUT": 0.25,
+                "BREAKER_SECONDS": env_int("REDIS_CACHE_BREAKER_SECONDS", 30, minimum=1),
+                "LOCAL_FALLBACK_KEY_PREFIXES": ["allauth:rl:"],
             },
         }
     }
     DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+    # --- end cache ---
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Pages anonymous readers share (topic, index and paper pages) are kept this long at most

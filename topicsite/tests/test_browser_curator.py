@@ -5,9 +5,11 @@ after every paper is tagged again (``manage.py tag --all``) with a rule that mat
 page is looked at 1280 and 375 px wide (no sideways scrolling), screenshots kept."""
 
 import importlib
+import re
 from io import StringIO
 
 import pytest
+from allauth.account.models import EmailAddress
 from django.contrib.auth.models import Group, Permission
 from django.core.management import call_command
 from django.utils import timezone
@@ -54,6 +56,8 @@ def curator(transactional_db):
     )
     user = UserFactory(username="curator", is_staff=True)
     user.groups.add(group)
+    # Staff sign in on allauth's page, which wants a verified address.
+    EmailAddress.objects.create(user=user, email=user.email, verified=True, primary=True)
     return user
 
 
@@ -80,13 +84,15 @@ def test_a_curator_rejects_an_assignment_and_retagging_does_not_bring_it_back(
     reader.goto(topic_url)
     assert paper.title in card_titles(reader)
 
-    # Log in to the admin and open the Assignments changelist.
+    # Log in to the admin (on allauth's page, with its rate limits) and open the Assignments
+    # changelist.
     page = browser.new_page(viewport=DESKTOP)
     page.goto(f"{live_server.url}/admin/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next="))
     look(page, screenshot, "01-admin-login")
-    page.get_by_label("Username").fill(curator.username)
+    page.get_by_label("Email").fill(curator.email)
     page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+    page.locator("main form button[type=submit]").last.click()
     expect(page.locator("#site-name")).to_be_visible()
     look(page, screenshot, "02-admin-index")
     page.locator("#content-main").get_by_role("link", name="Assignments", exact=True).click()

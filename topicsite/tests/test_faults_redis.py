@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 import shutil
+import signal
 import subprocess
 import time
 
 import pytest
 import redis
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
@@ -24,6 +26,7 @@ from papers.tests.factories import PaperFactory
 from topics.models import Assignment
 from topics.services import topic_create
 from topics.tests.factories import AssignmentFactory, TopicFactory
+from topicsite import cache as topicsite_cache
 from topicsite.celery import app
 from topicsite.tests.smtp import free_port
 
@@ -67,6 +70,13 @@ class OwnRedis:
     def client(self):
         return redis.Redis.from_url(self.url)
 
+    def pause(self):
+        """Hang it (SIGSTOP): connections are still accepted by the kernel, nothing answers."""
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.process.send_signal(signal.SIGCONT)
+
 
 @pytest.fixture
 def own_redis(settings, tmp_path):
@@ -75,7 +85,7 @@ def own_redis(settings, tmp_path):
     server = OwnRedis(tmp_path)
     server.start()
     cache = dict(settings.CACHES["default"])
-    assert cache["BACKEND"] == "django_redis.cache.RedisCache"
+    assert cache["BACKEND"] == "topicsite.cache.RedisCache"
     assert cache["OPTIONS"]["IGNORE_EXCEPTIONS"] is True
     settings.CACHES = {"default": {**cache, "LOCATION": server.url}}
     saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
@@ -83,10 +93,13 @@ def own_redis(settings, tmp_path):
     app.conf.broker_url = server.url
     settings.CELERY_TASK_ALWAYS_EAGER = False
     forget_publisher_pools()
+    # Each test's server is new: no breaker state or fallback counts from an earlier one.
+    topicsite_cache.reset()
     try:
         yield server
     finally:
         server.stop()
+        topicsite_cache.reset()
         app.conf.update(saved)
         forget_publisher_pools()
 
@@ -142,7 +155,7 @@ def test_pages_and_api_answer_with_redis_stopped(own_redis, site_data, client, c
     assert any(r.message == "Exception ignored" for r in caplog.records)
 
 
-def test_rate_limits_count_with_redis_and_fail_open_without(own_redis, site_data, settings):
+def test_rate_limits_count_with_redis_and_as_documented_without(own_redis, site_data, settings):
     from django.test import Client
 
     topic, _ = site_data
@@ -160,22 +173,74 @@ def test_rate_limits_count_with_redis_and_fail_open_without(own_redis, site_data
         return {
             "api": [client.get("/api/v1/papers/").status_code for _ in range(3)],
             "ask": [client.get(ask).status_code for _ in range(2)],
-            "login": [refused(client.post(login, wrong)) for _ in range(7)],
+            "login": [login_answer(client.post(login, wrong)) for _ in range(7)],
         }
 
-    def refused(response) -> bool:
-        """allauth answers a refused log-in with the form and this error (status 200)."""
-        return TOO_MANY in response.content.decode()
+    def login_answer(response) -> str:
+        """allauth answers a refused log-in with the form and an error (status 200); a 429 is
+        the rate limit failing closed (its lock could not be taken)."""
+        assert response.status_code == 200, response.status_code
+        return "refused" if TOO_MANY in response.content.decode() else "wrong"
 
     counted = statuses(Client())
     assert counted["api"] == [200, 200, 429]
     assert counted["ask"] == [200, 429]
     # allauth: 5 failed log-ins per email address in 5 minutes, then refused.
-    assert counted["login"] == [False] * 5 + [True] * 2
+    assert counted["login"] == ["wrong"] * 5 + ["refused"] * 2
 
     own_redis.stop()
-    # Fail open (the settings' deliberate choice): nothing is counted, everything answers.
-    assert statuses(Client()) == {"api": [200] * 3, "ask": [200] * 2, "login": [False] * 7}
+    # The API throttles and ask's limit fail open (the settings' deliberate choice); allauth's
+    # limits count in this process's memory, so guessing is still refused after 5 failures.
+    assert statuses(Client()) == {
+        "api": [200] * 3,
+        "ask": [200] * 2,
+        "login": ["wrong"] * 5 + ["refused"] * 2,
+    }
+
+
+def test_log_in_sign_up_and_password_pages_work_with_redis_stopped(own_redis, client):
+    """Every form allauth rate-limits answers as with Redis up, and quickly (it used to wait
+    1 s for a cache lock and answer 429)."""
+    from django.core import mail
+
+    user = UserFactory()
+    own_redis.stop()
+    timings = {}
+
+    def post(name, url, data):
+        started = time.monotonic()
+        response = client.post(url, data)
+        timings[name] = time.monotonic() - started
+        assert response.status_code in (200, 302), (name, response.status_code)
+        return response
+
+    response = post("login", reverse("account_login"), {"login": user.email, "password": PASSWORD})
+    assert response.status_code == 302
+    assert client.session.get("_auth_user_id") == str(user.pk)
+
+    new_password = "a brand new passphrase"
+    response = post(
+        "change_password",
+        reverse("account_change_password"),
+        {"oldpassword": PASSWORD, "password1": new_password, "password2": new_password},
+    )
+    assert response.status_code == 302
+    user.refresh_from_db()
+    assert user.check_password(new_password)
+
+    client.logout()
+    post("reset_password", reverse("account_reset_password"), {"email": user.email})
+    assert any(user.email in message.to for message in mail.outbox)
+    response = post(
+        "signup",
+        reverse("account_signup"),
+        {"email": "newcomer@example.org", "password1": new_password, "password2": new_password},
+    )
+    assert response.status_code == 302
+    assert get_user_model().objects.filter(email="newcomer@example.org").exists()
+    # Only the first cache call waits (the socket connect is refused at once here); none
+    # waits for allauth's one-second lock.
+    assert max(timings.values()) < 0.9, timings
 
 
 def test_a_saved_search_is_kept_when_its_task_cannot_be_queued(
@@ -243,3 +308,40 @@ def test_stored_papers_stay_and_are_tagged_once_redis_is_back(own_redis, caplog,
     assert "Queued tagging of 50 papers in 1 chunks" in capsys.readouterr().out
     (message,) = own_redis.client().lrange("tag", 0, -1)
     assert b"topics.tasks.tag_papers" in message
+
+
+def test_a_hung_redis_costs_one_short_wait_then_is_skipped(own_redis, site_data, client, settings):
+    """SIGSTOP, not a refused connection: every cache call would wait for its socket timeout.
+    The first failure opens the breaker; pages then answer without waiting, and once the
+    breaker's time is up a Redis that answers again is used again."""
+    from django.core.cache import cache
+
+    cache_settings = settings.CACHES["default"]
+    settings.CACHES = {
+        "default": {
+            **cache_settings,
+            "OPTIONS": {**cache_settings["OPTIONS"], "BREAKER_SECONDS": 2},
+        }
+    }
+    topic, paper = site_data
+    urls = reader_urls(topic, paper)
+    assert {client.get(url).status_code for url in urls} == {200}
+
+    own_redis.pause()
+    timings = []
+    for url in urls:
+        started = time.monotonic()
+        response = client.get(url)
+        timings.append(time.monotonic() - started)
+        assert response.status_code == 200, url
+
+    # One socket timeout (0.25 s) in all, on the first page; each later page makes several
+    # cache calls and would wait for each of them without the breaker.
+    assert timings[0] < 1.5, timings
+    assert max(timings[1:]) < 0.9, timings
+    assert sum(timings) < 4, timings
+
+    own_redis.resume()
+    time.sleep(2.1)
+    cache.set("after-the-hang", "back", timeout=60)
+    assert own_redis.client().exists(cache.make_key("after-the-hang")) == 1

@@ -162,10 +162,12 @@ ROUTES: dict[str, Route] = {
     "account_reset_password_done": page(READ),
     # --- the admin's own pages (per-model pages: ADMIN_MODELS)
     "admin:index": page(staff_only(200), post=staff_only(200)),
+    # Log-in happens on allauth's page (topicsite/urls.py: secure_admin_login): anonymous
+    # requests go there, signed-in readers who are not staff are refused.
     "admin:login": page(
-        {**every(302), "anonymous": 200, "user": 200},
+        {**every(302), "user": 403},
         # Signed in as staff, a POST is a fresh log-in attempt (here with an empty form).
-        post=every(200),
+        post={**every(200), "anonymous": 302, "user": 403},
     ),
     "admin:logout": page(staff_only(405), post=staff_only(200)),
     "admin:password_change": page(staff_only(200), post=staff_only(200)),

@@ -86,7 +86,7 @@ def test_valid_values_are_read_as_given(run_manage):
     assert (shown["name"], shown["host"]) == ("topicsite", "db.example")
     assert shown["conn_max_age"] == 0
     assert shown["debug"] is False
-    assert shown["cache"] == "django_redis.cache.RedisCache"
+    assert shown["cache"] == "topicsite.cache.RedisCache"
     assert shown["cache_location"] == "redis://cache.example:6379/3"
     assert shown["broker"] == "redis://cache.example:6379/3"
     assert shown["eager"] is False
