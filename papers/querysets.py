@@ -4,9 +4,9 @@ A paper *counts* (is live) unless it is withdrawn (its latest version is a withd
 or deleted (arXiv's OAI-PMH reports its record deleted). Papers that do not count stay stored,
 findable (paper page, search, API detail) and visibly marked, but are left out of topic
 counts, momentum, the topics index, "latest papers", feeds and digests. One condition says so:
-:data:`LIVE` for the ORM (``Paper.objects.live()``), :func:`live_paper_sql` for hand-written
-SQL over the papers table, and ``Assignment.paper_live``, the same condition copied onto
-assignments by database triggers (topics migration 0006), for reads that never touch papers.
+:data:`LIVE` (``Paper.objects.live()``), and ``Assignment.paper_live``, the same condition
+copied onto assignments by database triggers (topics migration 0006), for the reads (ORM or
+hand-written SQL) that never touch the papers table.
 """
 
 import datetime as dt
@@ -15,13 +15,6 @@ from django.db import models
 
 # The one definition of a paper that counts (see the module docstring).
 LIVE = models.Q(withdrawn=False, deleted_at__isnull=True)
-
-
-def live_paper_sql(alias: str) -> str:
-    """:data:`LIVE` as an SQL condition on the papers table named ``alias`` (already quoted
-    where needed), e.g. ``live_paper_sql("p")`` -> ``NOT p.withdrawn AND p.deleted_at IS
-    NULL``; for raw SQL and triggers, which cannot take a ``Q``."""
-    return f"NOT {alias}.withdrawn AND {alias}.deleted_at IS NULL"
 
 
 class PaperQuerySet(models.QuerySet):

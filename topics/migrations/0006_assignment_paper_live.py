@@ -7,8 +7,8 @@ from django.db import migrations, models
 # nor deleted), as it carries the paper's submitted date (migration 0005) and for the same
 # reason: counts, momentum and a topic's newest papers read assignments alone. Set on insert
 # and when an assignment moves to another paper; rewritten when a paper is withdrawn or
-# deleted, or stops being so. The condition is papers.querysets.live_paper_sql, spelled out:
-# a migration must not change when that code does.
+# deleted, or stops being so. The condition is papers.querysets.LIVE in SQL, spelled out
+# here: a migration must not change when that code does.
 LIVE = "NOT {p}.withdrawn AND {p}.deleted_at IS NULL"
 
 POSTGRES_TRIGGERS = f"""
