@@ -134,7 +134,8 @@ class IndexTopic:
 @dataclass
 class TopicIndex:
     """Everything the index shows: ``roots`` (the tree), ``topics`` (every node, in tree
-    order), ``as_of`` and the two four-week windows' totals of all new papers."""
+    order), ``as_of`` and the two four-week windows' totals of all new papers (those that
+    count: neither withdrawn nor deleted, as in ``topics.momentum``)."""
 
     roots: list[IndexTopic]
     topics: list[IndexTopic]

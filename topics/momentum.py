@@ -69,7 +69,7 @@ class Momentum:
     - ``change_pct``: whole percent change from ``before`` to ``recent``; None when ``before``
       is 0 (no percentage of nothing);
     - ``share``: ``recent`` as a fraction (0.005 is 0.5%) of all papers submitted in the last
-      four weeks; 0.0 when there were none;
+      four weeks that count (neither withdrawn nor deleted); 0.0 when there were none;
     - ``weeks``: ``CHART_WEEKS`` entries, oldest first, the last holding ``as_of``.
     """
 
