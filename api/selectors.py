@@ -15,12 +15,24 @@ import functools
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Count, DateTimeField, F, Field, Max, Prefetch, QuerySet
+from django.db.models import (
+    BooleanField,
+    Count,
+    DateTimeField,
+    ExpressionWrapper,
+    F,
+    Field,
+    Max,
+    Prefetch,
+    Q,
+    QuerySet,
+)
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Affiliation, Authorship, Paper, PaperAffiliation
+from papers.querysets import LIVE
 from topics.models import Assignment, Topic
 
 __all__ = [
@@ -112,7 +124,9 @@ def papers_for_api() -> QuerySet[Paper]:
 # primary category's code, ``authors`` ``[{"name", "affiliations": [names by name]}]`` in
 # order, ``affiliations`` and ``categories`` lists of names / codes, ``topics`` ``[{"slug",
 # "name"}]``, ``last_modified`` the newest ``updated_at`` of the paper, its accepted
-# assignments to active topics and those topics.
+# assignments to active topics and those topics; ``deleted`` whether arXiv reported the
+# record deleted, ``live`` whether the paper counts (``papers.querysets.LIVE``: neither
+# withdrawn nor deleted; only live papers get a PDF link).
 ROW_KEYS = (
     "id",
     "arxiv_id",
@@ -123,6 +137,8 @@ ROW_KEYS = (
     "submitted",
     "updated",
     "withdrawn",
+    "deleted",
+    "live",
     "doi",
     "journal_ref",
     "authors",
@@ -160,6 +176,8 @@ def paper_row(paper: Paper) -> dict:
         "submitted": paper.submitted,
         "updated": paper.updated,
         "withdrawn": paper.withdrawn,
+        "deleted": paper.deleted_at is not None,
+        "live": paper.is_live,
         "doi": paper.doi,
         "journal_ref": paper.journal_ref,
         "authors": [
@@ -267,6 +285,9 @@ def _postgresql_rows() -> QuerySet:
     last_modified = RawSQL(*parts["last_modified"], output_field=DateTimeField())
     return Paper.objects.values(
         *_ROW_COLUMNS,
+        # The same conditions as paper_row's, from the one definition of LIVE.
+        deleted=ExpressionWrapper(Q(deleted_at__isnull=False), output_field=BooleanField()),
+        live=ExpressionWrapper(LIVE, output_field=BooleanField()),
         category_code=F("primary_category__code"),
         related=related,
         last_modified=last_modified,
@@ -353,7 +374,8 @@ def paper_by_api_id(api_id: str, queryset: QuerySet[Paper] | None = None) -> Pap
 class TrendWeek:
     """One week of a topic's trend: ``week_start`` (a Monday), ``count`` (the topic's distinct
     papers submitted that week, descendants included), ``total`` (all papers submitted that
-    week) and ``share`` (``count / total``, 0.0 when ``total`` is 0)."""
+    week; on both sides only papers that count: neither withdrawn nor deleted) and ``share``
+    (``count / total``, 0.0 when ``total`` is 0)."""
 
     week_start: dt.date
     count: int
@@ -372,8 +394,11 @@ def topic_trend(
         as_of = Paper.objects.aggregate(newest=Max("submitted"))["newest"] or timezone.localdate()
     last_monday = as_of - dt.timedelta(days=as_of.weekday())
     first_monday = last_monday - dt.timedelta(weeks=weeks - 1)
-    in_range = Paper.objects.filter(submitted__gte=first_monday, submitted__lte=as_of)
-    topic_paper_ids = Assignment.objects.accepted().in_subtree(topic).order_by().values("paper_id")
+    # Papers that count only, on both sides of the share, as in topics.momentum.
+    in_range = Paper.objects.live().filter(submitted__gte=first_monday, submitted__lte=as_of)
+    topic_paper_ids = (
+        Assignment.objects.accepted_live().in_subtree(topic).order_by().values("paper_id")
+    )
 
     def per_week(queryset) -> dict[dt.date, int]:
         counts: dict[dt.date, int] = {}

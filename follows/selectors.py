@@ -69,19 +69,21 @@ def _arrived_since(papers: QuerySet[Paper], since: dt.datetime | dt.date | None)
 
 
 def follow_papers(*, follow: Follow) -> QuerySet[Paper]:
-    """The papers of ``follow`` (topic or saved search, see the module docstring), distinct,
-    newest first (submitted descending, then id descending). One query when evaluated."""
+    """The papers of ``follow`` (topic or saved search, see the module docstring) that count
+    (neither withdrawn nor deleted), distinct, newest first (submitted descending, then id
+    descending). One query when evaluated."""
     if follow.kind == Follow.Kind.TOPIC:
         return topic_papers(topic=follow.topic)
     matches = scoped_search_matches().filter(follow_id=follow.pk).values("paper_id")
-    return Paper.objects.filter(pk__in=matches).newest_first()
+    return Paper.objects.live().filter(pk__in=matches).newest_first()
 
 
 def user_papers(*, user, since: dt.datetime | dt.date | None = None) -> QuerySet[Paper]:
-    """Distinct papers of any of ``user``'s follows, newest first (submitted descending, then
-    id descending); with ``since``, only papers stored (``Paper.created_at``) at or after it.
-    One SQL query: ``IN`` subqueries over accepted assignments under the followed topics'
-    paths and over the scoped search matches. Chainable (filters, slicing)."""
+    """Distinct papers of any of ``user``'s follows that count (neither withdrawn nor
+    deleted), newest first (submitted descending, then id descending); with ``since``, only
+    papers stored (``Paper.created_at``) at or after it. One SQL query: ``IN`` subqueries
+    over accepted assignments under the followed topics' paths and over the scoped search
+    matches. Chainable (filters, slicing)."""
     # The followed topics' subtrees first (few rows), then their accepted assignments through
     # the (topic, state) index.
     followed_above = Follow.objects.filter(
@@ -91,14 +93,14 @@ def user_papers(*, user, since: dt.datetime | dt.date | None = None) -> QuerySet
     ).exclude(topic__path="")
     subtree_topic_ids = Topic.objects.filter(Exists(followed_above)).values("pk")
     topic_paper_ids = (
-        Assignment.objects.accepted().filter(topic_id__in=subtree_topic_ids).values("paper_id")
+        Assignment.objects.accepted_live().filter(topic_id__in=subtree_topic_ids).values("paper_id")
     )
     search_paper_ids = (
         scoped_search_matches()
         .filter(follow__user=user, follow__kind=Follow.Kind.SEARCH)
         .values("paper_id")
     )
-    papers = Paper.objects.filter(Q(pk__in=topic_paper_ids) | Q(pk__in=search_paper_ids))
+    papers = Paper.objects.live().filter(Q(pk__in=topic_paper_ids) | Q(pk__in=search_paper_ids))
     return _arrived_since(papers, since).newest_first()
 
 

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .ingest import papers_upsert
+from .ingest.deleted import papers_mark_deleted
 from .models import HarvestRun
 from .records import ParseError
 from .sources import oai_sets, sources_for
@@ -48,10 +49,11 @@ class HarvestSummary:
     ``run_id`` and ``status`` are the :class:`~papers.models.HarvestRun`'s after the execution
     (``pending`` when it paused to continue in a new task, ``incomplete`` when it ended with
     gaps); ``pages`` (chunks stored), paper counts as in :class:`papers.ingest.IngestResult`,
-    ``deleted`` (ids OAI reported deleted; papers are kept), all for this execution (the run
-    holds the totals); ``errors``: rejected records, ids asked for and not delivered, pages or
-    result sets arXiv left short, unparseable recorded files, each an exception naming its
-    source and record or line; ``gaps``: the run's gaps as stored (``HarvestRun.gaps``).
+    ``deleted`` (ids OAI reported deleted), ``marked_deleted`` (stored papers among them newly
+    marked deleted: kept, but no longer counted), all for this execution (the run holds the
+    totals); ``errors``: rejected records, ids asked for and not delivered, pages or result
+    sets arXiv left short, unparseable recorded files, each an exception naming its source and
+    record or line; ``gaps``: the run's gaps as stored (``HarvestRun.gaps``).
     """
 
     kind: str
@@ -62,6 +64,7 @@ class HarvestSummary:
     updated: int = 0
     unchanged: int = 0
     deleted: int = 0
+    marked_deleted: int = 0
     errors: list[Exception] = field(default_factory=list)
     gaps: list[dict[str, Any]] = field(default_factory=list)
 
@@ -76,6 +79,7 @@ class HarvestSummary:
             "updated": self.updated,
             "unchanged": self.unchanged,
             "deleted": self.deleted,
+            "marked_deleted": self.marked_deleted,
             "error_count": len(self.errors),
             "errors": [str(error) for error in self.errors[:SUMMARY_ERROR_LIMIT]],
             "gaps": self.gaps[:SUMMARY_ERROR_LIMIT],
@@ -377,6 +381,8 @@ def _store_chunk(
     with transaction.atomic():
         locked = _locked_run(run, attempt)
         result = papers_upsert(records=chunk.records, batch_size=batch_size, source=chunk.source)
+        # After the page's records: a record reported deleted is marked, never re-created.
+        marked = papers_mark_deleted(arxiv_ids=chunk.deleted)
         rejected = [*chunk.errors, *result.errors]
         locked.pages_done += 1
         locked.records_created += result.created
@@ -404,11 +410,13 @@ def _store_chunk(
     summary.updated += result.updated
     summary.unchanged += result.unchanged
     summary.deleted += len(chunk.deleted)
+    summary.marked_deleted += len(marked)
     summary.errors.extend([*rejected, *chunk.gaps])
     for error in [*chunk.errors, *chunk.gaps]:
         logger.warning("run #%d: %s", run.pk, error)
     logger.info(
-        "run #%d, page %d (%s): %d created, %d updated, %d unchanged, %d rejected",
+        "run #%d, page %d (%s): %d created, %d updated, %d unchanged, %d rejected, "
+        "%d deleted upstream (%d stored papers marked deleted)",
         run.pk,
         locked.pages_done,
         chunk.source,
@@ -416,6 +424,8 @@ def _store_chunk(
         result.updated,
         result.unchanged,
         len(rejected),
+        len(chunk.deleted),
+        len(marked),
     )
 
 

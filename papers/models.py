@@ -84,6 +84,9 @@ class Paper(TimeStampedModel):
     ``arxiv_id`` is the canonical identifier without version (``2409.01234``, ``hep-th/9901001``);
     papers imported from outside arXiv (the reference page) have none and are keyed by
     ``import_key`` instead. ``submitted`` is the v1 date, ``updated`` the latest version's date.
+    ``withdrawn``: the latest version is a withdrawal notice; ``deleted_at``: when a harvest
+    saw arXiv report the record deleted. Either keeps the paper out of counts, momentum,
+    "latest papers", feeds and digests (``Paper.objects.live()``), never off its own page.
     """
 
     arxiv_id = models.CharField(max_length=64, unique=True, null=True, blank=True)
@@ -107,6 +110,9 @@ class Paper(TimeStampedModel):
     updated = models.DateField(null=True, blank=True)
     announced = models.DateField(null=True, blank=True)
     withdrawn = models.BooleanField(default=False, db_index=True)
+    # When an OAI-PMH harvest saw the record reported deleted (header status="deleted"); the
+    # row stays, hidden where withdrawn papers are (papers.querysets.LIVE).
+    deleted_at = models.DateTimeField(null=True, blank=True)
     author_count = models.PositiveIntegerField(default=0)
     affiliation_count = models.PositiveIntegerField(default=0)
     datestamp = models.DateField(null=True, blank=True, help_text="Last OAI datestamp seen.")
@@ -128,6 +134,14 @@ class Paper(TimeStampedModel):
             models.Index(
                 fields=["primary_category", "-submitted", "-id"], name="paper_category_newest_idx"
             ),
+            # All new papers that count in a window (momentum's share, the topics index): an
+            # index-only range scan, as the plain submitted index gave before papers could be
+            # withdrawn or deleted.
+            models.Index(
+                fields=["submitted"],
+                condition=models.Q(withdrawn=False, deleted_at__isnull=True),
+                name="paper_live_submitted_idx",
+            ),
         ]
 
     def __str__(self):
@@ -147,6 +161,18 @@ class Paper(TimeStampedModel):
     @property
     def arxiv_url(self) -> str:
         return f"https://arxiv.org/abs/{self.arxiv_id}" if self.arxiv_id else ""
+
+    @property
+    def is_live(self) -> bool:
+        """The paper counts (``papers.querysets.LIVE`` on this instance): neither withdrawn
+        nor deleted."""
+        return not self.withdrawn and self.deleted_at is None
+
+    @property
+    def pdf_url(self) -> str:
+        """The PDF on arXiv; empty for a withdrawn or deleted paper (arXiv serves a
+        withdrawal notice or nothing) and for papers not on arXiv."""
+        return f"https://arxiv.org/pdf/{self.arxiv_id}" if self.arxiv_id and self.is_live else ""
 
 
 class PaperVersion(models.Model):
@@ -293,7 +319,8 @@ class HarvestRun(TimeStampedModel):
     records_unchanged = models.PositiveIntegerField(default=0)
     records_rejected = models.PositiveIntegerField(default=0)
     records_deleted = models.PositiveIntegerField(
-        default=0, help_text="Records the source reported deleted (papers are kept)."
+        default=0,
+        help_text="Records the source reported deleted (stored ones are marked, kept).",
     )
     resumption_token = models.TextField(blank=True)
     last_datestamp = models.DateField(null=True, blank=True)

@@ -1,11 +1,27 @@
-"""Chainable reads over papers: filter and annotate only, no side effects."""
+"""Chainable reads over papers: filter and annotate only, no side effects.
+
+A paper *counts* (is live) unless it is withdrawn (its latest version is a withdrawal notice)
+or deleted (arXiv's OAI-PMH reports its record deleted). Papers that do not count stay stored,
+findable (paper page, search, API detail) and visibly marked, but are left out of topic
+counts, momentum, the topics index, "latest papers", feeds and digests. One condition says so:
+:data:`LIVE` (``Paper.objects.live()``), and ``Assignment.paper_live``, the same condition
+copied onto assignments by database triggers (topics migration 0006), for the reads (ORM or
+hand-written SQL) that never touch the papers table.
+"""
 
 import datetime as dt
 
 from django.db import models
 
+# The one definition of a paper that counts (see the module docstring).
+LIVE = models.Q(withdrawn=False, deleted_at__isnull=True)
+
 
 class PaperQuerySet(models.QuerySet):
+    def live(self):
+        """Papers that count: neither withdrawn nor deleted (:data:`LIVE`)."""
+        return self.filter(LIVE)
+
     def submitted_between(self, after: dt.date, until: dt.date):
         """Papers submitted in the half-open interval ``(after, until]``."""
         return self.filter(submitted__gt=after, submitted__lte=until)

@@ -2,8 +2,13 @@
 
 ``papers_stored``: sent once per committed ingestion batch, after the transaction commits, with
 ``paper_ids`` (list of int primary keys of papers created or changed in that batch).
+
+``papers_live_changed``: sent after the transaction commits, with ``paper_ids`` (sorted list of
+int primary keys) of papers that started or stopped counting (``papers.querysets.LIVE``):
+withdrawn or no longer, marked deleted. What is counted about them should be counted again.
 """
 
 from django.dispatch import Signal
 
 papers_stored = Signal()
+papers_live_changed = Signal()

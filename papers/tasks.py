@@ -36,8 +36,8 @@ def harvest(self, kind: str, params: dict | None = None) -> dict | None:
     (see ``papers.sources.sources_for``; what beat's periodic tasks pass) as a new harvest run.
 
     Returns ``HarvestSummary.as_dict`` (kind, run_id, status, pages, created, updated,
-    unchanged, deleted, error_count, errors), or None when another harvest of the kind is
-    running (logged; nothing is stored).
+    unchanged, deleted, marked_deleted, error_count, errors), or None when another harvest of
+    the kind is running (logged; nothing is stored).
     """
     try:
         summary = harvest_run(

@@ -134,7 +134,8 @@ class IndexTopic:
 @dataclass
 class TopicIndex:
     """Everything the index shows: ``roots`` (the tree), ``topics`` (every node, in tree
-    order), ``as_of`` and the two four-week windows' totals of all new papers."""
+    order), ``as_of`` and the two four-week windows' totals of all new papers (those that
+    count: neither withdrawn nor deleted, as in ``topics.momentum``)."""
 
     roots: list[IndexTopic]
     topics: list[IndexTopic]
@@ -219,9 +220,13 @@ def _topic_index_build(*, as_of: dt.date) -> TopicIndex:
     momenta = topics_momentum(topics=[n.topic for n in nodes], as_of=as_of)
     recent_after = as_of - dt.timedelta(days=WINDOW_DAYS)
     before_after = recent_after - dt.timedelta(days=WINDOW_DAYS)
-    totals = Paper.objects.submitted_between(before_after, as_of).aggregate(
-        recent=Count("id", filter=Q(submitted__gt=recent_after)),
-        before=Count("id", filter=Q(submitted__lte=recent_after)),
+    totals = (
+        Paper.objects.live()
+        .submitted_between(before_after, as_of)
+        .aggregate(
+            recent=Count("id", filter=Q(submitted__gt=recent_after)),
+            before=Count("id", filter=Q(submitted__lte=recent_after)),
+        )
     )
     all_before = totals["before"]
     names = {n.topic.pk: n.topic.display_name for n in nodes}

@@ -97,9 +97,13 @@ class Assignment(TimeStampedModel):
     # The paper's ``submitted``, copied by database triggers (migration 0005) on every insert
     # and whenever the paper's date changes, so a topic's newest papers are one index scan.
     submitted = models.DateField(null=True, blank=True, editable=False)
+    # Whether the paper counts (papers.querysets.LIVE: neither withdrawn nor deleted), copied
+    # by database triggers (migration 0006) like ``submitted``, so that counts and the newest
+    # papers leave such papers out without reading the papers table.
+    paper_live = models.BooleanField(default=True, db_default=True, editable=False)
 
     objects = AssignmentQuerySet.as_manager()
-    history = HistoricalRecords(excluded_fields=["submitted"])
+    history = HistoricalRecords(excluded_fields=["submitted", "paper_live"])
 
     class Meta:
         ordering = ["topic", "paper"]
@@ -112,11 +116,11 @@ class Assignment(TimeStampedModel):
         ]
         indexes = [
             models.Index(fields=["topic", "state"], name="assignment_topic_state_idx"),
-            # A topic's accepted papers newest first: the topic page's cards and momentum's
-            # per-day counts read this index alone.
+            # A topic's accepted papers that count, newest first: the topic page's cards,
+            # its paper count and momentum's per-day counts read this index alone.
             models.Index(
                 fields=["topic", "-submitted", "-paper"],
-                condition=models.Q(state="accepted"),
+                condition=models.Q(state="accepted", paper_live=True),
                 name="assignment_topic_newest_idx",
             ),
         ]

@@ -5,6 +5,11 @@
   submitted in ``(as_of - 28 days, as_of]``; ``before``: the same for the 28 days before that;
 - ``change``: ``(recent - before) / before`` as a whole percent (none when ``before`` is 0);
 - ``share``: ``recent`` over all papers submitted in the same 28 days;
+
+Withdrawn and deleted papers count nowhere here, neither in a topic's figures nor in the
+share's "all new papers": both sides of the fraction are papers that count
+(``papers.querysets.LIVE``), so a topic's share is of the papers a reader can still read, and
+a wave of withdrawals elsewhere does not move it.
 - the chart: 12 weekly counts of the same papers, weeks starting Monday, the last being the
   week that holds ``as_of``.
 
@@ -64,7 +69,7 @@ class Momentum:
     - ``change_pct``: whole percent change from ``before`` to ``recent``; None when ``before``
       is 0 (no percentage of nothing);
     - ``share``: ``recent`` as a fraction (0.005 is 0.5%) of all papers submitted in the last
-      four weeks; 0.0 when there were none;
+      four weeks that count (neither withdrawn nor deleted); 0.0 when there were none;
     - ``weeks``: ``CHART_WEEKS`` entries, oldest first, the last holding ``as_of``.
     """
 
@@ -114,7 +119,7 @@ def topic_momentum(*, topic: Topic, as_of: dt.date | None = None) -> Momentum:
     # Assignments carry their paper's submitted date (indexed per topic), so the papers table
     # is not read; a distinct count keeps a paper under two subtree topics counted once.
     per_day = (
-        Assignment.objects.accepted()
+        Assignment.objects.accepted_live()
         .filter(
             topic_id__in=Topic.objects.subtree(topic).values("pk"),
             submitted__gte=earliest,
@@ -138,7 +143,7 @@ def topic_momentum(*, topic: Topic, as_of: dt.date | None = None) -> Momentum:
         if monday in week_counts:
             week_counts[monday] += n
 
-    all_recent = Paper.objects.submitted_between(recent_after, as_of).count()
+    all_recent = Paper.objects.live().submitted_between(recent_after, as_of).count()
     return Momentum(
         as_of=as_of,
         recent=recent,
@@ -209,7 +214,8 @@ _SUBTREE_DAILY_SQL = """
     FROM {topic} t
     JOIN {topic} member ON member.path LIKE t.path || '%%'
     JOIN {assignment} a ON a.topic_id = member.id
-    WHERE t.id IN ({topic_ids}) AND a.state = %s AND a.submitted >= %s AND a.submitted <= %s
+    WHERE t.id IN ({topic_ids}) AND a.state = %s AND a.paper_live
+        AND a.submitted >= %s AND a.submitted <= %s
     GROUP BY t.id, a.submitted
 """
 
@@ -270,7 +276,7 @@ def topics_momentum(
         if monday in entry[2]:
             entry[2][monday] += n
 
-    all_recent = Paper.objects.submitted_between(recent_after, as_of).count()
+    all_recent = Paper.objects.live().submitted_between(recent_after, as_of).count()
     return {
         topic_id: Momentum(
             as_of=as_of,

@@ -28,6 +28,12 @@ class AssignmentQuerySet(models.QuerySet):
     def accepted(self):
         return self.filter(state="accepted")
 
+    def accepted_live(self):
+        """Accepted assignments of papers that count (neither withdrawn nor deleted:
+        ``paper_live``, copied from ``papers.querysets.LIVE`` by triggers): what counts,
+        momentum, "latest papers", feeds and digests read."""
+        return self.filter(state="accepted", paper_live=True)
+
     def in_subtree(self, topic):
         """Assignments to ``topic`` or any of its descendants."""
         return self.filter(topic__path__startswith=_subtree_prefix(topic))

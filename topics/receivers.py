@@ -4,7 +4,7 @@ from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 
 from papers.models import Paper
-from papers.signals import papers_stored
+from papers.signals import papers_live_changed, papers_stored
 
 from .caches import topic_caches_invalidate_on_commit
 from .models import Assignment
@@ -31,3 +31,18 @@ def counts_after_paper_delete(sender, instance, **kwargs):
     after any change of assignments. One query on the paper's assignments."""
     topic_ids = Assignment.objects.filter(paper=instance).values_list("topic_id", flat=True)
     topic_caches_invalidate_on_commit(list(topic_ids))
+
+
+@receiver(papers_live_changed, dispatch_uid="topics.counts_after_papers_live_changed")
+def counts_after_papers_live_changed(sender, paper_ids, **kwargs):
+    """Papers were withdrawn or deleted, or stopped being so (the signal fires after commit;
+    triggers have already set their assignments' ``paper_live``): the stored counts and
+    momentum of the topics they are in, and of their ancestors, are recounted, and the topics
+    index rebuilt. One query on their assignments, then the invalidation's two."""
+    from .caches import topic_caches_invalidate
+
+    topic_ids = set(
+        Assignment.objects.filter(paper_id__in=paper_ids).values_list("topic_id", flat=True)
+    )
+    if topic_ids:
+        topic_caches_invalidate(topic_ids)

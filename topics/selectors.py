@@ -36,9 +36,9 @@ __all__ = [
 
 
 def topic_papers(*, topic: Topic) -> QuerySet[Paper]:
-    """Distinct papers with an accepted assignment to ``topic`` or a descendant, newest first
-    (submitted descending, then id descending)."""
-    paper_ids = Assignment.objects.accepted().in_subtree(topic).order_by().values("paper_id")
+    """Distinct papers that count (neither withdrawn nor deleted) with an accepted assignment
+    to ``topic`` or a descendant, newest first (submitted descending, then id descending)."""
+    paper_ids = Assignment.objects.accepted_live().in_subtree(topic).order_by().values("paper_id")
     return Paper.objects.filter(id__in=paper_ids).newest_first()
 
 
@@ -77,12 +77,15 @@ def topic_subtree_ids(*, topic: Topic) -> list[int]:
     return list(Topic.objects.subtree(topic).order_by("pk").values_list("pk", flat=True))
 
 
-# The newest accepted papers of each topic in a set, merged: one index range scan per topic on
-# assignment_topic_newest_idx (topic, submitted desc, paper desc where accepted), each cut at
-# the rows the page can need; a paper under two topics of the set counts once (GROUP BY).
+# The newest accepted papers that count of each topic in a set, merged: one index range scan
+# per topic on assignment_topic_newest_idx (topic, submitted desc, paper desc where accepted
+# and paper_live), each cut at the rows the page can need; a paper under two topics of the
+# set counts once (GROUP BY). The condition repeats the index's, so the index serves it.
+_NEWEST_ROWS_WHERE = "state = %s AND paper_live"
 _NEWEST_BRANCH_SQL = (
     "SELECT submitted, paper_id FROM (SELECT submitted, paper_id FROM {assignment}"
-    " WHERE topic_id = %s AND state = %s ORDER BY submitted DESC, paper_id DESC LIMIT %s) b{n}"
+    f" WHERE topic_id = %s AND {_NEWEST_ROWS_WHERE}"
+    " ORDER BY submitted DESC, paper_id DESC LIMIT %s) b{n}"
 )
 
 
@@ -93,12 +96,14 @@ def topic_newest_paper_ids(
     offset: int = 0,
     extra_papers: QuerySet[Paper] | None = None,
 ) -> list[int]:
-    """Ids of distinct papers with an accepted assignment to any topic of ``topic_ids``,
-    ordered as :func:`topic_papers` (submitted descending, then id descending), ``limit`` of
+    """Ids of distinct papers that count (neither withdrawn nor deleted) with an accepted
+    assignment to any topic of ``topic_ids``, ordered as :func:`topic_papers` (submitted
+    descending, then id descending), ``limit`` of
     them from position ``offset`` (0-based). One query; its cost grows with the number of
     topics and with ``offset + limit``, not with the topics' sizes. ``topic_ids`` may be a
     queryset of topics (on PostgreSQL it then runs inside the same query). ``extra_papers``,
-    papers from elsewhere (a saved search's), are merged in the same order. Raises
+    papers from elsewhere (a saved search's), are merged in the same order, those that count
+    only. Raises
     ``ValueError`` for a negative ``limit`` or ``offset``."""
     if limit < 0 or offset < 0:
         raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
@@ -116,7 +121,8 @@ def topic_newest_paper_ids(
         branches.append(
             f"SELECT newest_rows.* FROM ({topics_sql}) subtree (id), LATERAL"
             f" (SELECT submitted, paper_id FROM {assignment} WHERE topic_id = subtree.id"
-            " AND state = %s ORDER BY submitted DESC, paper_id DESC LIMIT %s) newest_rows"
+            f" AND {_NEWEST_ROWS_WHERE} ORDER BY submitted DESC, paper_id DESC LIMIT %s)"
+            " newest_rows"
         )
         params += [*topics_params, Assignment.State.ACCEPTED, wanted]
     else:
@@ -129,7 +135,8 @@ def topic_newest_paper_ids(
             params += [topic_id, Assignment.State.ACCEPTED, wanted]
     if extra_papers is not None:
         extra_sql, extra_params = (
-            extra_papers.order_by("-submitted", "-id")
+            extra_papers.live()
+            .order_by("-submitted", "-id")
             .values_list("submitted", "id")[:wanted]
             .query.sql_with_params()
         )
@@ -163,7 +170,8 @@ def topic_stats_loaded(topic: Topic) -> TopicStats | None:
 
 def topic_stats(*, topic: Topic, subtree_ids: list[int] | None = None) -> TopicStats:
     """``topic``'s :class:`~topics.models.TopicStats` with ``paper_count`` the distinct papers
-    accepted in the topic or a descendant (``topic_papers(...).count()``): one query while the
+    that count (neither withdrawn nor deleted) accepted in the topic or a descendant
+    (``topic_papers(...).count()``): one query while the
     stored count is current.
 
     When tagging, curation or a move has changed the topic since it was counted (its
@@ -188,7 +196,7 @@ def topic_stats(*, topic: Topic, subtree_ids: list[int] | None = None) -> TopicS
     if subtree_ids is None:
         subtree_ids = topic_subtree_ids(topic=topic)
     stats.paper_count = (
-        Assignment.objects.accepted()
+        Assignment.objects.accepted_live()
         .filter(topic_id__in=subtree_ids)
         .order_by()
         .values("paper_id")
@@ -251,8 +259,9 @@ def topic_ancestors(*, topic: Topic) -> list[Topic]:
 
 @dataclass
 class TopicNode:
-    """A topic in the index tree: ``paper_count`` is the number of distinct papers accepted in
-    the topic or any descendant; ``children`` are nodes ordered by display name."""
+    """A topic in the index tree: ``paper_count`` is the number of distinct papers that count
+    (neither withdrawn nor deleted) accepted in the topic or any descendant; ``children`` are
+    nodes ordered by display name."""
 
     topic: Topic
     paper_count: int
@@ -275,7 +284,7 @@ def topic_tree() -> list[TopicNode]:
     the parent. An active topic whose parent is inactive is shown as a root.
     """
     subtree_count = (
-        Assignment.objects.accepted()
+        Assignment.objects.accepted_live()
         .filter(topic__path__startswith=OuterRef("path"))
         .order_by()
         .annotate(n=_CountDistinct(F("paper_id")))

@@ -28,7 +28,9 @@ class AuthorSerializer(serializers.Serializer):
 
 class PaperUrlsSerializer(serializers.Serializer):
     abs = serializers.URLField(allow_null=True, help_text="Abstract page on arXiv.")
-    pdf = serializers.URLField(allow_null=True, help_text="PDF on arXiv.")
+    pdf = serializers.URLField(
+        allow_null=True, help_text="PDF on arXiv; null for a withdrawn or deleted paper."
+    )
     html = serializers.URLField(help_text="The paper's page on this site.")
     api = serializers.URLField(help_text="This paper in the API.")
 
@@ -38,9 +40,10 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
     ``version`` (latest version number), title and abstract as text, ``authors`` in order with
     their affiliations, ``affiliations`` of the paper in order of first mention,
     ``primary_category`` and ``categories`` (cross-lists) as codes, ``submitted`` (v1 date),
-    ``updated`` (latest version's date, null with one version), ``withdrawn``, ``doi`` and
-    ``journal_ref`` (empty strings when unknown), ``topics`` (accepted assignments to active
-    topics) and ``urls``."""
+    ``updated`` (latest version's date, null with one version), ``withdrawn``, ``deleted``
+    (arXiv reports the record deleted), ``doi`` and ``journal_ref`` (empty strings when
+    unknown), ``topics`` (accepted assignments to active topics) and ``urls`` (``pdf`` null
+    for a withdrawn or deleted paper: arXiv serves a withdrawal notice or nothing)."""
 
     id = serializers.SerializerMethodField(help_text="arXiv identifier, or local:<n>.")
     version = serializers.IntegerField(source="latest_version", read_only=True)
@@ -49,6 +52,9 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
     primary_category = serializers.CharField(source="primary_category.code", read_only=True)
     categories = serializers.SerializerMethodField(help_text="Cross-list category codes.")
     topics = serializers.SerializerMethodField()
+    deleted = serializers.SerializerMethodField(
+        help_text="arXiv's OAI-PMH reports the record deleted (the paper is kept, marked)."
+    )
     urls = serializers.SerializerMethodField()
 
     class Meta:
@@ -65,6 +71,7 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
             "submitted",
             "updated",
             "withdrawn",
+            "deleted",
             "doi",
             "journal_ref",
             "topics",
@@ -103,10 +110,11 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
             "submitted": row["submitted"].isoformat(),
             "updated": updated.isoformat() if updated else None,
             "withdrawn": row["withdrawn"],
+            "deleted": row["deleted"],
             "doi": row["doi"],
             "journal_ref": row["journal_ref"],
             "topics": row["topics"],
-            "urls": self._urls(row["id"], arxiv_id, api_id),
+            "urls": self._urls(row["id"], arxiv_id, api_id, live=row["live"]),
         }
         self.add_representation(row, data)
         if selected is None:
@@ -134,6 +142,10 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
     def get_categories(self, row: dict) -> list[str]:
         return row["categories"]
 
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_deleted(self, row: dict) -> bool:
+        return row["deleted"]
+
     @extend_schema_field(TopicRefSerializer(many=True))
     def get_topics(self, row: dict) -> list[dict]:
         return row["topics"]
@@ -151,7 +163,7 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
         head, tail = templates[name]
         return f"{head}{value}{tail}"
 
-    def _urls(self, pk: int, arxiv_id: str | None, api_id: str) -> dict:
+    def _urls(self, pk: int, arxiv_id: str | None, api_id: str, *, live: bool) -> dict:
         if arxiv_id:
             html = self._absolute_url("papers:detail", "arxiv_id", arxiv_id)
         else:
@@ -160,11 +172,12 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
             )
         return {
             "abs": f"https://arxiv.org/abs/{arxiv_id}" if arxiv_id else None,
-            "pdf": f"https://arxiv.org/pdf/{arxiv_id}" if arxiv_id else None,
+            # As Paper.pdf_url: no PDF for a paper that does not count (row["live"]).
+            "pdf": f"https://arxiv.org/pdf/{arxiv_id}" if arxiv_id and live else None,
             "html": html,
             "api": self._absolute_url("api:paper-detail", "paper_id", api_id),
         }
 
     @extend_schema_field(PaperUrlsSerializer)
     def get_urls(self, row: dict) -> dict:
-        return self._urls(row["id"], row["arxiv_id"], self.get_id(row))
+        return self._urls(row["id"], row["arxiv_id"], self.get_id(row), live=row["live"])

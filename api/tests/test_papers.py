@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from papers.models import Category
+from papers.models import Category, Paper
 from topics.tests.factories import TopicFactory
 
 from .conftest import assert_error, ids, make_paper
@@ -85,6 +85,29 @@ def test_text_that_is_no_arxiv_id_is_a_json_404_naming_it(api_client, world, spe
         api_client.get(f"/api/v1/papers/{quote(spelling, safe='/:')}/"), 404, code="not_found"
     )
     assert named in error["message"]
+
+
+def test_withdrawn_and_deleted_papers_are_found_marked_and_offer_no_pdf(api_client, world):
+    Paper.objects.filter(arxiv_id="2609.00002").update(
+        deleted_at=dt.datetime(2026, 10, 2, tzinfo=dt.UTC)
+    )
+    details = {
+        arxiv_id: api_client.get(f"/api/v1/papers/{arxiv_id}/").json()
+        for arxiv_id in ("2609.00001", "2609.00002", "hep-th/0601001")
+    }
+
+    marks = {k: (d["withdrawn"], d["deleted"], d["urls"]["pdf"]) for k, d in details.items()}
+    assert marks == {
+        "2609.00001": (False, False, "https://arxiv.org/pdf/2609.00001"),
+        "2609.00002": (False, True, None),
+        "hep-th/0601001": (True, False, None),
+    }
+    assert details["hep-th/0601001"]["urls"]["abs"] == "https://arxiv.org/abs/hep-th/0601001"
+    # Still listed, and the list (one aggregating query on PostgreSQL) says the same.
+    listed = {p["id"]: p for p in api_client.get("/api/v1/papers/").json()["results"]}
+    for arxiv_id, detail in details.items():
+        assert listed[arxiv_id]["urls"] == detail["urls"]
+        assert listed[arxiv_id]["deleted"] == detail["deleted"]
 
 
 def test_a_version_the_paper_does_not_have_is_a_404_saying_which_exist(api_client, world):

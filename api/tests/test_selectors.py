@@ -63,6 +63,19 @@ def test_rows_equal_the_prefetched_papers_rows(tangle):
     assert all(set(row) == set(ROW_KEYS) for row in rows)
 
 
+def test_both_row_paths_agree_on_what_counts(tangle):
+    Paper.objects.filter(pk=tangle.tangled.pk).update(
+        deleted_at=dt.datetime(2026, 10, 3, tzinfo=dt.UTC)
+    )
+    ids = list(Paper.objects.values_list("id", flat=True))
+    rows = rows_of(paper_rows().filter(id__in=ids).order_by("id"))
+    assert rows == _prefetched_rows(ids)
+    marks = {row["arxiv_id"]: (row["withdrawn"], row["deleted"], row["live"]) for row in rows}
+    assert marks[tangle.tangled.arxiv_id] == (False, True, False)
+    assert marks["hep-th/0601001"] == (True, False, False)  # the world's withdrawn paper
+    assert marks["2609.00001"] == (False, False, True)
+
+
 def test_rows_order_and_select_like_the_pages_show_them(tangle):
     (row,) = rows_of(paper_rows().filter(id=tangle.tangled.id))
     assert row["authors"] == [

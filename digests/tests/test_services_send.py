@@ -114,6 +114,26 @@ def test_a_paper_is_never_sent_twice_across_follows_periods_and_frequencies(smtp
     assert DigestItem.objects.filter(user=user, paper=shared).count() == 1
 
 
+def test_withdrawn_and_deleted_papers_are_not_in_digests(smtp_server):
+    user = UserFactory()
+    agents = TopicFactory(name="Agents")
+    follow_create(user=user, topic=agents, digest_frequency="daily")
+    search = follow_search_create(user=user, query="agents", digest_frequency="daily")
+    kept = paper_in(agents, title="Agents that plan")
+    withdrawn = paper_in(agents, title="Agents, withdrawn", withdrawn=True)
+    deleted = PaperFactory(title="Agents, deleted upstream", deleted_at=timezone.now())
+    search_matches_create(paper_ids=[kept.pk, withdrawn.pk, deleted.pk])
+    assert search.matches.count() == 3  # the search matches all three
+
+    digest = digest_send(user=user, period="daily", period_end=DAY)
+
+    assert digest.paper_count == 1
+    text, _ = parts(smtp_server.messages[0])
+    assert kept.title in text
+    assert withdrawn.title not in text and deleted.title not in text
+    assert list(DigestItem.objects.values_list("paper_id", flat=True)) == [kept.pk]
+
+
 def test_saved_search_follows_are_in_the_digest(smtp_server):
     user = UserFactory()
     follow = follow_search_create(user=user, query='"tool use"', digest_frequency="daily")

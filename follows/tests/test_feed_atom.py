@@ -199,6 +199,16 @@ def test_private_feed_works_without_login_and_matches_the_feed_page():
     assert "Followed by nobody" not in html
 
 
+def test_withdrawn_and_deleted_papers_are_in_neither_atom_feed(client):
+    user, papers = _user_with_papers()
+    topic = Follow.objects.get(user=user, kind=Follow.Kind.TOPIC).topic
+    Paper.objects.filter(pk=papers[1].pk).update(withdrawn=True)  # via the topic
+    Paper.objects.filter(pk=papers[0].pk).update(deleted_at=dt.datetime(2026, 10, 2, tzinfo=dt.UTC))
+
+    assert parse(client.get(topic_feed_url(topic))).entries == []
+    assert parse(Client().get(private_feed_url(user))).entries == []
+
+
 def test_private_feed_stops_working_after_regenerate():
     user, _ = _user_with_papers()
     old_url = private_feed_url(user)

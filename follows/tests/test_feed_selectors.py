@@ -5,10 +5,12 @@ import datetime as dt
 import re
 
 import pytest
+from django.utils import timezone
 
 from follows import feed_selectors
 from follows.models import Follow, SearchMatch
 from follows.selectors import user_papers
+from papers.models import Paper
 from papers.tests.factories import PaperFactory
 from topics.cards import PaperCard
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
@@ -49,6 +51,23 @@ def test_feed_papers_are_user_papers_in_order(reader):
     assert [p.pk for p in feed[3:5]] == expected[3:5]
     assert not feed.capped
     assert all(isinstance(p, PaperCard) for p in feed[0:30])
+
+
+def test_withdrawn_and_deleted_papers_are_not_new_papers_in_the_feed(reader):
+    before = [p.pk for p in feed_selectors.feed_card_papers(user=reader)[0:30]]
+    # One reached through the topics, one through the saved search alone.
+    topic_paper = Paper.objects.get(pk=before[0])
+    assert topic_paper.assignments.exists()
+    search_only = SearchMatch.objects.exclude(paper__assignments__isnull=False).get().paper
+    Paper.objects.filter(pk=topic_paper.pk).update(withdrawn=True)
+    Paper.objects.filter(pk=search_only.pk).update(deleted_at=timezone.now())
+
+    feed = feed_selectors.feed_card_papers(user=reader)
+
+    shown = [p.pk for p in feed[0:30]]
+    assert shown == [pk for pk in before if pk not in {topic_paper.pk, search_only.pk}]
+    assert feed.count() == 8
+    assert shown == list(user_papers(user=reader).values_list("pk", flat=True))
 
 
 def test_feed_pages_through_the_newest_papers_only(client, reader, monkeypatch):

@@ -27,6 +27,11 @@ def world(reader, other_reader, taxonomy, categories):
         "search": make_paper("Planning only", submitted=dt.date(2026, 9, 10)),
         "vision": make_paper("Seeing", submitted=dt.date(2026, 9, 28)),
         "rejected": make_paper("Rejected agents", submitted=dt.date(2026, 9, 29)),
+        "deleted": make_paper(
+            "Planning, deleted upstream",
+            submitted=dt.date(2026, 9, 26),
+            deleted_at=timezone.now(),
+        ),
     }
     assign(p["parent"], taxonomy["agents"])
     assign(p["child"], taxonomy["tool-use"])
@@ -34,6 +39,7 @@ def world(reader, other_reader, taxonomy, categories):
     assign(p["both"], taxonomy["tool-use"])  # two paths to one paper: still one row
     assign(p["vision"], taxonomy["vision"])
     assign(p["rejected"], taxonomy["agents"], state="rejected")
+    assign(p["deleted"], taxonomy["agents"])
     f = {
         "agents": follow_create(user=reader, topic=taxonomy["agents"]),
         "planning": follow_search_create(user=reader, query="planning"),
@@ -44,9 +50,10 @@ def world(reader, other_reader, taxonomy, categories):
     return p, f
 
 
-def test_follow_papers_of_a_topic_include_descendants_and_withdrawn(world):
+def test_follow_papers_include_descendants_but_not_withdrawn_or_deleted_papers(world):
     p, f = world
-    assert list(follow_papers(follow=f["agents"])) == [p["both"], p["child"], p["parent"]]
+    # "child" is withdrawn, "deleted" deleted upstream: in the topic and the search, not here.
+    assert list(follow_papers(follow=f["agents"])) == [p["both"], p["parent"]]
     assert list(follow_papers(follow=f["planning"])) == [p["both"], p["search"]]
 
 
@@ -56,7 +63,7 @@ def test_user_papers_is_one_distinct_query_newest_first_and_only_the_users(
     p, _ = world
     with django_assert_num_queries(1):
         papers = list(user_papers(user=reader))
-    assert papers == [p["both"], p["child"], p["parent"], p["search"]]
+    assert papers == [p["both"], p["parent"], p["search"]]
 
 
 def test_user_papers_since_keeps_papers_stored_from_then(world, reader):
@@ -64,7 +71,7 @@ def test_user_papers_since_keeps_papers_stored_from_then(world, reader):
     later = timezone.now() + dt.timedelta(hours=1)
     Paper.objects.filter(pk=p["search"].pk).update(created_at=later + dt.timedelta(minutes=1))
     assert list(user_papers(user=reader, since=later)) == [p["search"]]
-    assert len(user_papers(user=reader, since=dt.date(2000, 1, 1))) == 4
+    assert len(user_papers(user=reader, since=dt.date(2000, 1, 1))) == 3
 
 
 def test_user_papers_of_a_user_following_nothing_is_empty(world, django_user_model):
@@ -73,9 +80,9 @@ def test_user_papers_of_a_user_following_nothing_is_empty(world, django_user_mod
 
 def test_user_follow_matches_names_the_follows_of_each_paper(world, reader, other_reader):
     p, f = world
+    # Every paper of user_papers: the withdrawn "child" and the deleted one are not.
     assert user_follow_matches(user=reader) == {
         p["both"].pk: [f["agents"], f["planning"]],
-        p["child"].pk: [f["agents"]],
         p["parent"].pk: [f["agents"]],
         p["search"].pk: [f["planning"]],
     }
@@ -115,7 +122,7 @@ def test_user_follow_matches_queries_do_not_grow_with_papers_or_follows(
     search_matches_create(paper_ids=Paper.objects.values_list("pk", flat=True))
     with django_assert_max_num_queries(5):
         result = user_follow_matches(user=reader)
-    assert len(result) == 24
+    assert len(result) == 23
 
 
 def test_follower_count_counts_followers_of_the_topic_itself(world, taxonomy, other_reader):

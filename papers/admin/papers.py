@@ -107,7 +107,13 @@ class AuthorshipInline(ReadOnlyInline):
 class PaperAdmin(ArxivIdSearchMixin, admin.ModelAdmin):
     list_display = ["identifier", "title", "primary_category", "submitted", "withdrawn"]
     list_display_links = ["identifier", "title"]
-    list_filter = [("submitted", SubmittedFilter), CategoryListFilter, "withdrawn"]
+    list_filter = [
+        ("submitted", SubmittedFilter),
+        CategoryListFilter,
+        "withdrawn",
+        # "Deleted upstream": papers an OAI harvest saw reported deleted.
+        ("deleted_at", admin.EmptyFieldListFilter),
+    ]
     list_select_related = ["primary_category"]
     search_fields = ["=arxiv_id", "=import_key", "title", "authorships__author__name"]
     search_help_text = (

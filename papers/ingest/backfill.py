@@ -41,6 +41,7 @@ from papers.records import ParseError
 from papers.signals import papers_stored
 
 from .checks import record_prepare
+from .deleted import papers_live_changed_on_commit
 from .merge import PaperState, paper_state_merge
 from .postgres import plans_write_copy
 from .write import PaperPlan, paper_states_load, plans_write
@@ -281,6 +282,7 @@ def _store(
         if not plans:
             return
         writer(plans, batch.author_parts)
+        papers_live_changed_on_commit(plan.pk for plan in plans if plan.withdrawn_changed)
         created = sum(1 for plan in plans if plan.old is None)
         summary.created += created
         summary.updated += len(plans) - created

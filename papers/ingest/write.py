@@ -25,6 +25,7 @@ from papers.signals import papers_stored
 from topicsite.signals import content_changed_on_commit
 
 from .checks import record_prepare
+from .deleted import papers_live_changed_on_commit
 from .merge import ROW_FIELDS, AuthorState, PaperState, VersionState, paper_state_merge
 
 __all__ = [
@@ -101,6 +102,11 @@ class PaperPlan:
     @property
     def authors_changed(self) -> bool:
         return self.old is None or self.old.authors != self.state.authors
+
+    @property
+    def withdrawn_changed(self) -> bool:
+        """A stored paper became withdrawn or stopped being so (it starts or stops counting)."""
+        return self.old is not None and self.old.withdrawn != self.state.withdrawn
 
     def changed_versions(self) -> dict[int, VersionState]:
         old_versions = self.old.versions if self.old else {}
@@ -194,6 +200,7 @@ def _upsert_batch(records: list[ArxivRecord], *, source: str) -> IngestResult:
             result.updated = len(plans) - result.created
             result.paper_ids = [plan.pk for plan in plans]
             content_changed_on_commit()
+            papers_live_changed_on_commit(plan.pk for plan in plans if plan.withdrawn_changed)
             transaction.on_commit(
                 partial(papers_stored.send, sender=Paper, paper_ids=list(result.paper_ids))
             )
