@@ -124,6 +124,7 @@ ROW_KEYS = (
     "updated",
     "withdrawn",
     "doi",
+    "dois",
     "journal_ref",
     "authors",
     "affiliations",
@@ -141,6 +142,7 @@ _ROW_COLUMNS = (
     "updated",
     "withdrawn",
     "doi",
+    "dois",
     "journal_ref",
 )
 
@@ -161,6 +163,7 @@ def paper_row(paper: Paper) -> dict:
         "updated": paper.updated,
         "withdrawn": paper.withdrawn,
         "doi": paper.doi,
+        "dois": paper.dois,
         "journal_ref": paper.journal_ref,
         "authors": [
             {
@@ -342,7 +345,8 @@ def paper_by_api_id(api_id: str, queryset: QuerySet[Paper] | None = None) -> Pap
     paper = queryset.filter(arxiv_id=canonical).first()
     if paper is None:
         raise PaperNotFound(f"No paper with arXiv identifier {canonical!r} is stored.")
-    if version is not None and version > paper.latest_version:
+    # An unknown latest version (None) cannot rule a pinned version out.
+    if version is not None and paper.latest_version is not None and version > paper.latest_version:
         raise PaperNotFound(
             f"{canonical} has versions v1 to v{paper.latest_version}; there is no v{version}."
         )

@@ -51,7 +51,8 @@ class HarvestSummary:
     ``run_id`` and ``status`` are the :class:`~papers.models.HarvestRun`'s after the execution
     (``pending`` when it paused to continue in a new task); ``pages`` (chunks stored), paper
     counts as in :class:`papers.ingest.IngestResult`, ``deleted`` (ids OAI reported deleted;
-    papers are kept), all for this execution (the run holds the totals); ``errors``: rejected
+    papers are kept), ``duplicates`` (records repeating a paper of the same page), all for
+    this execution (the run holds the totals); ``errors``: rejected
     records, ids asked for and not delivered, unparseable recorded files, each an exception
     naming its source and record or line.
     """
@@ -64,6 +65,7 @@ class HarvestSummary:
     updated: int = 0
     unchanged: int = 0
     deleted: int = 0
+    duplicates: int = 0
     errors: list[Exception] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -77,6 +79,7 @@ class HarvestSummary:
             "updated": self.updated,
             "unchanged": self.unchanged,
             "deleted": self.deleted,
+            "duplicates": self.duplicates,
             "error_count": len(self.errors),
             "errors": [str(error) for error in self.errors[:SUMMARY_ERROR_LIMIT]],
         }
@@ -359,6 +362,7 @@ def _store_chunk(
         locked.records_unchanged += result.unchanged
         locked.records_rejected += len(rejected)
         locked.records_deleted += len(chunk.deleted)
+        locked.records_duplicate += result.duplicates
         datestamps = [record.datestamp for record in chunk.records if record.datestamp]
         if datestamps:
             newest = max(datestamps)
@@ -378,6 +382,7 @@ def _store_chunk(
     summary.updated += result.updated
     summary.unchanged += result.unchanged
     summary.deleted += len(chunk.deleted)
+    summary.duplicates += result.duplicates
     summary.errors.extend([*rejected, *chunk.gaps])
     for error in [*chunk.errors, *chunk.gaps]:
         logger.warning("run #%d: %s", run.pk, error)
@@ -467,6 +472,7 @@ _PROGRESS_FIELDS = [
     "records_unchanged",
     "records_rejected",
     "records_deleted",
+    "records_duplicate",
     "resumption_token",
     "last_datestamp",
     "position",

@@ -84,18 +84,29 @@ class Paper(TimeStampedModel):
     ``arxiv_id`` is the canonical identifier without version (``2409.01234``, ``hep-th/9901001``);
     papers imported from outside arXiv (the reference page) have none and are keyed by
     ``import_key`` instead. ``submitted`` is the v1 date, ``updated`` the latest version's date.
+    ``latest_version`` is the version the stored metadata describes, None when no source said
+    (OAI ``arXiv`` and ``oai_dc`` records carry no version). ``doi`` is the DOI field as the
+    source wrote it, ``dois`` the valid DOIs in it. Quality flags a curator can filter on:
+    ``text_repaired`` (double-encoded text was repaired: the raw text is in ``title_raw``,
+    ``abstract_raw`` and the authorships' ``name_raw``), ``title_missing`` (the source gave
+    no title: ``title`` is :data:`TITLE_PLACEHOLDER`).
     """
+
+    TITLE_PLACEHOLDER = "[No title: the source gave none]"
 
     arxiv_id = models.CharField(max_length=64, unique=True, null=True, blank=True)
     import_key = models.CharField(max_length=128, unique=True, null=True, blank=True)
-    latest_version = models.PositiveSmallIntegerField(default=1)
+    latest_version = models.PositiveSmallIntegerField(
+        default=1, null=True, blank=True, help_text="Empty when no source said which version."
+    )
     title = models.TextField()
     title_raw = models.TextField(blank=True)
     abstract = models.TextField(blank=True)
     abstract_raw = models.TextField(blank=True)
     comments = models.TextField(blank=True)
     journal_ref = models.TextField(blank=True)
-    doi = models.CharField(max_length=255, blank=True)
+    doi = models.CharField(max_length=255, blank=True, help_text="The DOI field as received.")
+    dois = models.JSONField(default=list, blank=True, help_text="The valid DOIs of the field.")
     report_no = models.CharField(max_length=255, blank=True)
     license = models.CharField(max_length=255, blank=True)
     submitter = models.CharField(max_length=255, blank=True)
@@ -107,6 +118,12 @@ class Paper(TimeStampedModel):
     updated = models.DateField(null=True, blank=True)
     announced = models.DateField(null=True, blank=True)
     withdrawn = models.BooleanField(default=False, db_index=True)
+    text_repaired = models.BooleanField(
+        default=False, help_text="Double-encoded text (mojibake) was repaired on ingestion."
+    )
+    title_missing = models.BooleanField(
+        default=False, help_text="The source gave no title; a placeholder is shown."
+    )
     author_count = models.PositiveIntegerField(default=0)
     affiliation_count = models.PositiveIntegerField(default=0)
     datestamp = models.DateField(null=True, blank=True, help_text="Last OAI datestamp seen.")
@@ -201,6 +218,9 @@ class Authorship(models.Model):
     paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="authorships")
     author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="authorships")
     position = models.PositiveIntegerField()
+    name_raw = models.TextField(
+        blank=True, help_text="The name as the source wrote it, when that differs from the name."
+    )
     affiliations = models.ManyToManyField(Affiliation, blank=True, related_name="authorships")
 
     class Meta:
@@ -286,6 +306,9 @@ class HarvestRun(TimeStampedModel):
     records_rejected = models.PositiveIntegerField(default=0)
     records_deleted = models.PositiveIntegerField(
         default=0, help_text="Records the source reported deleted (papers are kept)."
+    )
+    records_duplicate = models.PositiveIntegerField(
+        default=0, help_text="Records that repeated a paper already in the same page or batch."
     )
     resumption_token = models.TextField(blank=True)
     last_datestamp = models.DateField(null=True, blank=True)

@@ -80,7 +80,7 @@ class PaperVersionInline(ReadOnlyInline):
 
 class AuthorshipInline(ReadOnlyInline):
     model = Authorship
-    fields = ["position", "author"]
+    fields = ["position", "author", "name_raw"]
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -91,7 +91,14 @@ class AuthorshipInline(ReadOnlyInline):
 class PaperAdmin(admin.ModelAdmin):
     list_display = ["identifier", "title", "primary_category", "submitted", "withdrawn"]
     list_display_links = ["identifier", "title"]
-    list_filter = [("submitted", SubmittedFilter), CategoryListFilter, "withdrawn"]
+    # The quality flags (text_repaired, title_missing): papers a curator should look at.
+    list_filter = [
+        ("submitted", SubmittedFilter),
+        CategoryListFilter,
+        "withdrawn",
+        "text_repaired",
+        "title_missing",
+    ]
     list_select_related = ["primary_category"]
     search_fields = ["=arxiv_id", "=import_key", "title", "authorships__author__name"]
     search_help_text = (
@@ -104,6 +111,7 @@ class PaperAdmin(admin.ModelAdmin):
         "arxiv_id",
         "import_key",
         "latest_version",
+        "dois",
         "datestamp",
         "source",
         "created_at",

@@ -107,7 +107,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{summary['kind']}: {summary['pages']} pages, {summary['created']} created, "
             f"{summary['updated']} updated, {summary['unchanged']} unchanged, "
-            f"{summary['deleted']} deleted upstream, {summary['error_count']} errors"
+            f"{summary['deleted']} deleted upstream, {summary.get('duplicates', 0)} duplicates, "
+            f"{summary['error_count']} errors"
         )
         if run is not None:
             self.stdout.write(
