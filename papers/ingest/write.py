@@ -131,17 +131,24 @@ def papers_upsert(
       rejected (a :class:`ParseError` in the result naming ``source`` — or the record's own
       source label when ``source`` is empty —, the arXiv identifier and the field at fault)
       and the rest of the batch is stored when it has: an invalid identifier (named escaped
-      when it holds unstorable characters); an unknown category or none; no title; no
-      submitted date; a NUL character or a lone UTF-16 surrogate in any text (title,
-      abstract, comments, author name parts, affiliations ...: no column can hold them, so
-      the record is rejected rather than silently altered); text longer than its column (DOI,
+      when it holds unstorable characters); an unknown category or none; no submitted date;
+      a NUL character, another C0 control character (all but tab, line feed and carriage
+      return) or a lone UTF-16 surrogate in any text (title, abstract, comments, author name
+      parts and raw names, affiliations ...: the record is rejected rather than silently
+      altered); a title, abstract or comments longer than ``checks.TEXT_LIMITS`` (1000,
+      10000, 2000 characters); text longer than its column (DOI,
       report number, licence, submitter 255, author name 300, keyname and forenames 200,
       suffix 50, affiliation 500, version source type 8 characters); a version number (of a
       version, of the identifier's ``vN`` or ``latest_version``) outside 1..``MAX_VERSION``;
       a version size outside 0..``SIZE_KB_MAX`` kb; a submitted, updated, version or OAI
       datestamp date before ``EARLIEST_DATE`` (1991-01-01) or more than ``FUTURE_TOLERANCE``
       (2 days) after today, UTC. Versions lists are otherwise taken as given: some formats
-      list only the latest version, or none.
+      list only the latest version, or none (then the version is unknown, None).
+    - Stored but flagged: a record without a title gets ``Paper.TITLE_PLACEHOLDER`` and
+      ``title_missing``; one whose title, abstract or author names needed a mojibake repair
+      gets ``text_repaired`` (the raw names are kept on the authorships). The DOI field is
+      split into its valid DOIs (``dois``). A record repeating a paper given earlier in the
+      same call is merged with it and counted in ``duplicates``.
     - The batch is then written in one transaction with bulk queries: a failure leaves nothing
       of it written and propagates. Existing papers are read with their rows locked; papers
       new to this transaction are inserted only where no row has appeared meanwhile, and a
