@@ -106,7 +106,10 @@ class Paper(TimeStampedModel):
     comments = models.TextField(blank=True)
     journal_ref = models.TextField(blank=True)
     doi = models.CharField(max_length=255, blank=True, help_text="The DOI field as received.")
-    dois = models.JSONField(default=list, blank=True, help_text="The valid DOIs of the field.")
+    # Database defaults too, so that writers listing columns (bench, COPY) may leave them out.
+    dois = models.JSONField(
+        default=list, db_default=[], blank=True, help_text="The valid DOIs of the field."
+    )
     report_no = models.CharField(max_length=255, blank=True)
     license = models.CharField(max_length=255, blank=True)
     submitter = models.CharField(max_length=255, blank=True)
@@ -119,10 +122,14 @@ class Paper(TimeStampedModel):
     announced = models.DateField(null=True, blank=True)
     withdrawn = models.BooleanField(default=False, db_index=True)
     text_repaired = models.BooleanField(
-        default=False, help_text="Double-encoded text (mojibake) was repaired on ingestion."
+        default=False,
+        db_default=False,
+        help_text="Double-encoded text (mojibake) was repaired on ingestion.",
     )
     title_missing = models.BooleanField(
-        default=False, help_text="The source gave no title; a placeholder is shown."
+        default=False,
+        db_default=False,
+        help_text="The source gave no title; a placeholder is shown.",
     )
     author_count = models.PositiveIntegerField(default=0)
     affiliation_count = models.PositiveIntegerField(default=0)
@@ -219,7 +226,10 @@ class Authorship(models.Model):
     author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="authorships")
     position = models.PositiveIntegerField()
     name_raw = models.TextField(
-        blank=True, help_text="The name as the source wrote it, when that differs from the name."
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The name as the source wrote it, when that differs from the name.",
     )
     affiliations = models.ManyToManyField(Affiliation, blank=True, related_name="authorships")
 
