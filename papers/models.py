@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models.expressions import Col
 from django.urls import reverse
 
+from papers.parsers import split_dois
 from topicsite.models import TimeStampedModel
 
 from .querysets import PaperQuerySet
@@ -167,6 +168,12 @@ class Paper(TimeStampedModel):
         if self.arxiv_id:
             return reverse("papers:detail", kwargs={"arxiv_id": self.arxiv_id})
         return reverse("papers:detail-local", kwargs={"pk": self.pk})
+
+    @property
+    def doi_links(self) -> list[str]:
+        """The DOIs to link: ``dois``, or those of ``doi`` when the list was never filled (a
+        paper written by hand or in the admin)."""
+        return self.dois or split_dois(self.doi)[0]
 
     @property
     def arxiv_url(self) -> str:

@@ -12,6 +12,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperVersion
+from papers.parsers import split_dois
 from topicsite.paginators import EstimatedCountPaginator
 
 
@@ -125,6 +126,12 @@ class PaperAdmin(admin.ModelAdmin):
     @admin.display(description="arXiv identifier", ordering="arxiv_id")
     def identifier(self, paper):
         return paper.identifier
+
+    def save_model(self, request, obj, form, change):
+        """A DOI field edited here is split again, so the links follow the edit."""
+        if "doi" in form.changed_data:
+            obj.dois = split_dois(obj.doi)[0]
+        super().save_model(request, obj, form, change)
 
     def get_search_results(self, request, queryset, search_term):
         """An arXiv identifier in any spelling finds its paper by the unique canonical id (an

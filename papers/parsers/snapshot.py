@@ -94,6 +94,8 @@ def _record(data: dict[str, Any]) -> ArxivRecord:
     raw_id = data.get("id")
     if not raw_id:
         raise ValueError("missing id")
+    if not isinstance(raw_id, str):
+        raise ValueError(f'id is {_json_type(raw_id)}, expected a string such as "0704.0001"')
     arxiv_id, _ = parse_arxiv_id(raw_id)
     # No title: stored under a placeholder and flagged by the ingestion service.
     title_raw = _string(data, "title")

@@ -228,6 +228,7 @@ def test_harvest_task_takes_plain_json_and_returns_a_summary():
         "updated": 0,
         "unchanged": 0,
         "deleted": 0,
+        "duplicates": 0,
         "error_count": 0,
         "errors": [],
     }

@@ -24,6 +24,7 @@ from papers.models import Author, Authorship, HarvestRun, Paper
 from papers.parsers.atom import parse_atom_feed
 from papers.parsers.oai import parse_oai_page
 from papers.parsers.snapshot import iter_snapshot, parse_snapshot_line
+from papers.records import ParseError
 
 from .conftest import (
     ARXIV_RAW_PAGE,
@@ -379,6 +380,13 @@ def test_malformed_snapshot_versions_get_a_message_a_person_can_act_on(tmp_path,
     assert "attribute" not in str(error)
 
 
+def test_an_id_that_is_not_text_gets_a_message_a_person_can_act_on():
+    line = json.dumps({**snapshot_lines()[0], "id": 704.0001})
+
+    with pytest.raises(ParseError, match="id is a number \\(704.0001\\), expected a string"):
+        parse_snapshot_line(line, source="head", line_number=1)
+
+
 def test_hyphenated_initials_stay_as_written():
     """0704.0001: the author line says "C.-P. Yuan", Kaggle's authors_parsed "C. -P."."""
     line = SNAPSHOT_HEAD.read_text().splitlines()[0]
@@ -424,3 +432,19 @@ def test_harvest_command_reports_duplicates(tmp_path):
     call_command("harvest", "--recorded", str(tmp_path), "--sync", stdout=out)
 
     assert "1000 created" in out.getvalue() and "1 duplicates" in out.getvalue()
+
+
+def test_a_doi_field_edited_in_the_admin_is_split_again(rf):
+    from django.contrib.admin.sites import site
+
+    [record] = oai_records(SEVERAL_DOIS)
+    papers_upsert(records=[record])
+    paper = Paper.objects.get(arxiv_id="1601.03238")
+    paper.doi = "10.1103/PhysRevD.93.016005; 10.1103/PhysRevD.99.000001"
+
+    form = type("Form", (), {"changed_data": ["doi"]})()
+    site._registry[Paper].save_model(rf.post("/"), paper, form, change=True)
+
+    paper.refresh_from_db()
+    assert paper.dois == ["10.1103/PhysRevD.93.016005", "10.1103/PhysRevD.99.000001"]
+    assert paper.doi_links == paper.dois
