@@ -448,3 +448,51 @@ def test_a_doi_field_edited_in_the_admin_is_split_again(rf):
     paper.refresh_from_db()
     assert paper.dois == ["10.1103/PhysRevD.93.016005", "10.1103/PhysRevD.99.000001"]
     assert paper.doi_links == paper.dois
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_splits_stored_dois_and_forgets_invented_versions():
+    """Papers stored before migration 0006: their DOI fields are split into ``dois``, and a
+    version 1 that an OAI arXiv-format record never gave becomes unknown."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("papers", "0005_paper_search_vector")]
+    after = [("papers", "0006_ingest_quality_flags")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        apps = executor.loader.project_state(before).apps
+        OldPaper = apps.get_model("papers", "Paper")
+        category = apps.get_model("papers", "Category").objects.create(
+            code="hep-ph", name="HEP - Phenomenology", archive="hep-ph", group="physics"
+        )
+        common = {"primary_category": category, "submitted": dt.date(2016, 1, 13)}
+        OldPaper.objects.create(
+            arxiv_id="1601.03238",
+            title="Several DOIs",
+            doi="10.1103/PhysRevD.93.016005, 10.1103/PhysRevD.98.079901;10.1103/PhysRevD.98.079903",
+            latest_version=3,
+            source="oai:arXivRaw",
+            **common,
+        )
+        OldPaper.objects.create(
+            arxiv_id="1707.00874",
+            title="No version",
+            latest_version=1,
+            source="oai:arXiv",
+            **common,
+        )
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+    finally:
+        MigrationExecutor(connection).migrate(after)
+
+    rows = dict(Paper.objects.values_list("arxiv_id", "dois"))
+    assert rows["1601.03238"] == [
+        "10.1103/PhysRevD.93.016005",
+        "10.1103/PhysRevD.98.079901",
+        "10.1103/PhysRevD.98.079903",
+    ]
+    versions = dict(Paper.objects.values_list("arxiv_id", "latest_version"))
+    assert versions == {"1601.03238": 3, "1707.00874": None}
