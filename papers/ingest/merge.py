@@ -134,7 +134,9 @@ def paper_state_merge(old: PaperState | None, new: PaperState) -> PaperState:
         return new
     order = report_order(old, new)
     # Of two reports of one version, the one that knows its version number leads.
-    newer = order > 0 or (order == 0 and old.latest_version is None and new.latest_version)
+    newer = order > 0 or (
+        order == 0 and old.latest_version is None and new.latest_version is not None
+    )
     lead, other = (new, old) if newer else (old, new)
     merged = dataclasses.replace(lead)
     if order >= 0:
@@ -159,7 +161,7 @@ def paper_state_merge(old: PaperState | None, new: PaperState) -> PaperState:
         merged.withdrawn = old.withdrawn
     merged.versions = _merge_versions(lead.versions, other.versions)
     merged.latest_version = _latest_version(lead, merged.versions)
-    merged.authors = _merge_authors(old.authors, new.authors, newer=bool(newer))
+    merged.authors = _merge_authors(old.authors, new.authors, newer=newer)
     return merged
 
 
