@@ -96,8 +96,9 @@ def bibtex_entry(paper: Paper) -> str:
         ]
     else:
         fields.append(("url", settings.SITE_URL + paper.get_absolute_url()))
-    if paper.doi:
-        fields.append(("doi", bibtex_escape(paper.doi)))
+    if paper.dois or paper.doi:
+        # BibTeX's doi field holds one DOI.
+        fields.append(("doi", bibtex_escape(paper.dois[0] if paper.dois else paper.doi)))
     if paper.journal_ref:
         fields.append(("note", bibtex_escape(paper.journal_ref)))
     lines = [f"@misc{{{_bibtex_key(paper)},"]

@@ -140,6 +140,7 @@ ROW_KEYS = (
     "deleted",
     "live",
     "doi",
+    "dois",
     "journal_ref",
     "authors",
     "affiliations",
@@ -157,6 +158,7 @@ _ROW_COLUMNS = (
     "updated",
     "withdrawn",
     "doi",
+    "dois",
     "journal_ref",
 )
 
@@ -179,6 +181,7 @@ def paper_row(paper: Paper) -> dict:
         "deleted": paper.deleted_at is not None,
         "live": paper.is_live,
         "doi": paper.doi,
+        "dois": paper.dois,
         "journal_ref": paper.journal_ref,
         "authors": [
             {
@@ -363,7 +366,8 @@ def paper_by_api_id(api_id: str, queryset: QuerySet[Paper] | None = None) -> Pap
     paper = queryset.filter(arxiv_id=canonical).first()
     if paper is None:
         raise PaperNotFound(f"No paper with arXiv identifier {canonical!r} is stored.")
-    if version is not None and version > paper.latest_version:
+    # An unknown latest version (None) cannot rule a pinned version out.
+    if version is not None and paper.latest_version is not None and version > paper.latest_version:
         raise PaperNotFound(
             f"{canonical} has versions v1 to v{paper.latest_version}; there is no v{version}."
         )

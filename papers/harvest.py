@@ -50,10 +50,11 @@ class HarvestSummary:
     (``pending`` when it paused to continue in a new task, ``incomplete`` when it ended with
     gaps); ``pages`` (chunks stored), paper counts as in :class:`papers.ingest.IngestResult`,
     ``deleted`` (ids OAI reported deleted), ``marked_deleted`` (stored papers among them newly
-    marked deleted: kept, but no longer counted), all for this execution (the run holds the
-    totals); ``errors``: rejected records, ids asked for and not delivered, pages or result
-    sets arXiv left short, unparseable recorded files, each an exception naming its source and
-    record or line; ``gaps``: the run's gaps as stored (``HarvestRun.gaps``).
+    marked deleted: kept, but no longer counted), ``duplicates`` (records repeating a paper of
+    the same page), all for this execution (the run holds the totals); ``errors``: rejected
+    records, ids asked for and not delivered, pages or result sets arXiv left short,
+    unparseable recorded files, each an exception naming its source and record or line;
+    ``gaps``: the run's gaps as stored (``HarvestRun.gaps``).
     """
 
     kind: str
@@ -65,6 +66,7 @@ class HarvestSummary:
     unchanged: int = 0
     deleted: int = 0
     marked_deleted: int = 0
+    duplicates: int = 0
     errors: list[Exception] = field(default_factory=list)
     gaps: list[dict[str, Any]] = field(default_factory=list)
 
@@ -80,6 +82,7 @@ class HarvestSummary:
             "unchanged": self.unchanged,
             "deleted": self.deleted,
             "marked_deleted": self.marked_deleted,
+            "duplicates": self.duplicates,
             "error_count": len(self.errors),
             "errors": [str(error) for error in self.errors[:SUMMARY_ERROR_LIMIT]],
             "gaps": self.gaps[:SUMMARY_ERROR_LIMIT],
@@ -390,6 +393,7 @@ def _store_chunk(
         locked.records_unchanged += result.unchanged
         locked.records_rejected += len(rejected)
         locked.records_deleted += len(chunk.deleted)
+        locked.records_duplicate += result.duplicates
         datestamps = [record.datestamp for record in chunk.records if record.datestamp]
         if datestamps:
             newest = max(datestamps)
@@ -411,6 +415,7 @@ def _store_chunk(
     summary.unchanged += result.unchanged
     summary.deleted += len(chunk.deleted)
     summary.marked_deleted += len(marked)
+    summary.duplicates += result.duplicates
     summary.errors.extend([*rejected, *chunk.gaps])
     for error in [*chunk.errors, *chunk.gaps]:
         logger.warning("run #%d: %s", run.pk, error)
@@ -520,6 +525,7 @@ _PROGRESS_FIELDS = [
     "records_unchanged",
     "records_rejected",
     "records_deleted",
+    "records_duplicate",
     "resumption_token",
     "last_datestamp",
     "position",

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models.expressions import Col
 from django.urls import reverse
 
+from papers.parsers import split_dois
 from topicsite.models import TimeStampedModel
 
 from .querysets import PaperQuerySet
@@ -87,18 +88,32 @@ class Paper(TimeStampedModel):
     ``withdrawn``: the latest version is a withdrawal notice; ``deleted_at``: when a harvest
     saw arXiv report the record deleted. Either keeps the paper out of counts, momentum,
     "latest papers", feeds and digests (``Paper.objects.live()``), never off its own page.
+    ``latest_version`` is the version the stored metadata describes, None when no source said
+    (OAI ``arXiv`` and ``oai_dc`` records carry no version). ``doi`` is the DOI field as the
+    source wrote it, ``dois`` the valid DOIs in it. Quality flags a curator can filter on:
+    ``text_repaired`` (double-encoded text was repaired: the raw text is in ``title_raw``,
+    ``abstract_raw`` and the authorships' ``name_raw``), ``title_missing`` (the source gave
+    no title: ``title`` is :data:`TITLE_PLACEHOLDER`).
     """
+
+    TITLE_PLACEHOLDER = "[No title: the source gave none]"
 
     arxiv_id = models.CharField(max_length=64, unique=True, null=True, blank=True)
     import_key = models.CharField(max_length=128, unique=True, null=True, blank=True)
-    latest_version = models.PositiveSmallIntegerField(default=1)
+    latest_version = models.PositiveSmallIntegerField(
+        default=1, null=True, blank=True, help_text="Empty when no source said which version."
+    )
     title = models.TextField()
     title_raw = models.TextField(blank=True)
     abstract = models.TextField(blank=True)
     abstract_raw = models.TextField(blank=True)
     comments = models.TextField(blank=True)
     journal_ref = models.TextField(blank=True)
-    doi = models.CharField(max_length=255, blank=True)
+    doi = models.CharField(max_length=255, blank=True, help_text="The DOI field as received.")
+    # Database defaults too, so that writers listing columns (bench, COPY) may leave them out.
+    dois = models.JSONField(
+        default=list, db_default=[], blank=True, help_text="The valid DOIs of the field."
+    )
     report_no = models.CharField(max_length=255, blank=True)
     license = models.CharField(max_length=255, blank=True)
     submitter = models.CharField(max_length=255, blank=True)
@@ -113,6 +128,16 @@ class Paper(TimeStampedModel):
     # When an OAI-PMH harvest saw the record reported deleted (header status="deleted"); the
     # row stays, hidden where withdrawn papers are (papers.querysets.LIVE).
     deleted_at = models.DateTimeField(null=True, blank=True)
+    text_repaired = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Double-encoded text (mojibake) was repaired on ingestion.",
+    )
+    title_missing = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="The source gave no title; a placeholder is shown.",
+    )
     author_count = models.PositiveIntegerField(default=0)
     affiliation_count = models.PositiveIntegerField(default=0)
     datestamp = models.DateField(null=True, blank=True, help_text="Last OAI datestamp seen.")
@@ -157,6 +182,12 @@ class Paper(TimeStampedModel):
         if self.arxiv_id:
             return reverse("papers:detail", kwargs={"arxiv_id": self.arxiv_id})
         return reverse("papers:detail-local", kwargs={"pk": self.pk})
+
+    @property
+    def doi_links(self) -> list[str]:
+        """The DOIs to link: ``dois``, or those of ``doi`` when the list was never filled (a
+        paper written by hand or in the admin)."""
+        return self.dois or split_dois(self.doi)[0]
 
     @property
     def arxiv_url(self) -> str:
@@ -227,6 +258,12 @@ class Authorship(models.Model):
     paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="authorships")
     author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="authorships")
     position = models.PositiveIntegerField()
+    name_raw = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The name as the source wrote it, when that differs from the name.",
+    )
     affiliations = models.ManyToManyField(Affiliation, blank=True, related_name="authorships")
 
     class Meta:
@@ -321,6 +358,9 @@ class HarvestRun(TimeStampedModel):
     records_deleted = models.PositiveIntegerField(
         default=0,
         help_text="Records the source reported deleted (stored ones are marked, kept).",
+    )
+    records_duplicate = models.PositiveIntegerField(
+        default=0, help_text="Records that repeated a paper already in the same page or batch."
     )
     resumption_token = models.TextField(blank=True)
     last_datestamp = models.DateField(null=True, blank=True)

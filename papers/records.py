@@ -55,7 +55,10 @@ class AuthorName:
 
     ``name`` is the display form ("Naoum C. Bacalis"); ``keyname``/``forenames``/``suffix`` are
     filled where the source splits names (arXiv format, Kaggle ``authors_parsed``);
-    ``affiliations`` are the affiliations given for this author on this paper, in order.
+    ``affiliations`` are the affiliations given for this author on this paper, in order;
+    ``raw`` is the name exactly as the source wrote it, blanks collapsed, before TeX accents
+    were read or mojibake repaired (``"Dirk WÃ¼bben"`` beside ``name`` ``"Dirk Wübben"``;
+    blank when not known).
     """
 
     name: str
@@ -63,6 +66,8 @@ class AuthorName:
     forenames: str = ""
     suffix: str = ""
     affiliations: tuple[str, ...] = ()
+    # Provenance, not identity: two names that read the same are the same author.
+    raw: str = field(default="", compare=False)
 
 
 @dataclass
@@ -70,13 +75,18 @@ class ArxivRecord:
     """A paper's metadata as one source reported it.
 
     - ``arxiv_id``: canonical identifier without version (``2409.01234``, ``hep-th/9901001``).
-    - ``versions``: ordered by number; ``latest_version`` is the highest number known (a source
-      that lists no versions, such as ``oai_dc``, may still know the latest from the id).
+    - ``versions``: ordered by number; ``latest_version`` is the version this report describes
+      (the highest number listed, or the one its id carries), ``None`` when the source does
+      not say (OAI ``arXiv`` and ``oai_dc`` records list no versions: unknown is not v1).
     - ``submitted``: date of v1; ``updated``: date of the latest version (both ``datetime.date``).
     - ``categories``: codes as the source wrote them, primary first (mapping aliases and legacy
       archives to canonical codes is the ingestion service's job, not the parser's).
     - ``title``/``abstract``: source text with hard line wraps removed and outer whitespace
-      stripped; ``title_raw``/``abstract_raw`` keep the text exactly as received.
+      stripped; ``title_raw``/``abstract_raw`` keep the text exactly as received. A source
+      entry without a title gives ``title`` ``""`` (the ingestion service stores it under a
+      placeholder and flags it; parsers do not drop it).
+    - ``doi``: the DOI field as received; it may hold several DOIs (``"10.1103/A, 10.1103/B"``),
+      which the ingestion service splits and validates.
     - ``withdrawn``: the latest version is a withdrawal stub (from the version record, the
       abstract or the comment).
     - ``datestamp``: OAI record-modification date, not a paper date (``None`` outside OAI).
@@ -91,7 +101,7 @@ class ArxivRecord:
     authors: list[AuthorName] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)
     versions: list[Version] = field(default_factory=list)
-    latest_version: int = 1
+    latest_version: int | None = None
     submitted: dt.date | None = None
     updated: dt.date | None = None
     comments: str = ""

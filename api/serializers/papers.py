@@ -37,16 +37,27 @@ class PaperUrlsSerializer(serializers.Serializer):
 
 class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
     """A paper: ``id`` (canonical arXiv identifier, or ``local:<n>`` for papers not on arXiv),
-    ``version`` (latest version number), title and abstract as text, ``authors`` in order with
-    their affiliations, ``affiliations`` of the paper in order of first mention,
+    ``version`` (the version the metadata describes; null when no source said), title and
+    abstract as text, ``authors`` in order with their affiliations, ``affiliations`` of the
+    paper in order of first mention,
     ``primary_category`` and ``categories`` (cross-lists) as codes, ``submitted`` (v1 date),
     ``updated`` (latest version's date, null with one version), ``withdrawn``, ``deleted``
-    (arXiv reports the record deleted), ``doi`` and ``journal_ref`` (empty strings when
-    unknown), ``topics`` (accepted assignments to active topics) and ``urls`` (``pdf`` null
-    for a withdrawn or deleted paper: arXiv serves a withdrawal notice or nothing)."""
+    (arXiv reports the record deleted), ``doi`` (the first DOI) and ``journal_ref`` (empty
+    strings when unknown), ``dois`` (every DOI the paper's DOI field gives, in order),
+    ``topics`` (accepted assignments to active topics) and ``urls`` (``pdf`` null for a
+    withdrawn or deleted paper: arXiv serves a withdrawal notice or nothing)."""
 
     id = serializers.SerializerMethodField(help_text="arXiv identifier, or local:<n>.")
-    version = serializers.IntegerField(source="latest_version", read_only=True)
+    version = serializers.IntegerField(
+        source="latest_version",
+        read_only=True,
+        allow_null=True,
+        help_text="The version the metadata describes; null when no source said which.",
+    )
+    doi = serializers.CharField(
+        read_only=True, help_text="The first DOI of the paper (see dois), or an empty string."
+    )
+    dois = serializers.SerializerMethodField()
     authors = serializers.SerializerMethodField()
     affiliations = serializers.SerializerMethodField()
     primary_category = serializers.CharField(source="primary_category.code", read_only=True)
@@ -73,6 +84,7 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
             "withdrawn",
             "deleted",
             "doi",
+            "dois",
             "journal_ref",
             "topics",
             "urls",
@@ -111,7 +123,9 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
             "updated": updated.isoformat() if updated else None,
             "withdrawn": row["withdrawn"],
             "deleted": row["deleted"],
-            "doi": row["doi"],
+            # The first DOI; a field holding no valid DOI is given as received.
+            "doi": row["dois"][0] if row["dois"] else row["doi"],
+            "dois": row["dois"],
             "journal_ref": row["journal_ref"],
             "topics": row["topics"],
             "urls": self._urls(row["id"], arxiv_id, api_id, live=row["live"]),
@@ -137,6 +151,11 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_affiliations(self, row: dict) -> list[str]:
         return row["affiliations"]
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_dois(self, row: dict) -> list[str]:
+        """Every DOI of the paper's DOI field, in order (arXiv lets one field hold several)."""
+        return row["dois"]
 
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_categories(self, row: dict) -> list[str]:

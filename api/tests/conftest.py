@@ -124,6 +124,7 @@ def world(db):
         submitted=dt.date(2026, 9, 29),
         updated=dt.date(2026, 9, 30),
         doi="10.1234/agents.2026",
+        dois=["10.1234/agents.2026"],
         journal_ref="Journal of Agents 1 (2026) 1-10",
         authors=[
             ("Alice Able", ["University of Somewhere"]),

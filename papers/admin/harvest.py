@@ -43,6 +43,7 @@ class HarvestRunAdmin(admin.ModelAdmin):
         "records_unchanged",
         "records_rejected",
         "records_deleted",
+        "records_duplicate",
         "resumption_token",
         "last_datestamp",
         "position",

@@ -12,6 +12,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperVersion
+from papers.parsers import split_dois
 from topicsite.paginators import EstimatedCountPaginator
 
 
@@ -96,7 +97,7 @@ class PaperVersionInline(ReadOnlyInline):
 
 class AuthorshipInline(ReadOnlyInline):
     model = Authorship
-    fields = ["position", "author"]
+    fields = ["position", "author", "name_raw"]
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -107,12 +108,15 @@ class AuthorshipInline(ReadOnlyInline):
 class PaperAdmin(ArxivIdSearchMixin, admin.ModelAdmin):
     list_display = ["identifier", "title", "primary_category", "submitted", "withdrawn"]
     list_display_links = ["identifier", "title"]
+    # The quality flags (text_repaired, title_missing): papers a curator should look at.
     list_filter = [
         ("submitted", SubmittedFilter),
         CategoryListFilter,
         "withdrawn",
         # "Deleted upstream": papers an OAI harvest saw reported deleted.
         ("deleted_at", admin.EmptyFieldListFilter),
+        "text_repaired",
+        "title_missing",
     ]
     list_select_related = ["primary_category"]
     search_fields = ["=arxiv_id", "=import_key", "title", "authorships__author__name"]
@@ -126,6 +130,7 @@ class PaperAdmin(ArxivIdSearchMixin, admin.ModelAdmin):
         "arxiv_id",
         "import_key",
         "latest_version",
+        "dois",
         "datestamp",
         "source",
         "created_at",
@@ -139,6 +144,12 @@ class PaperAdmin(ArxivIdSearchMixin, admin.ModelAdmin):
     @admin.display(description="arXiv identifier", ordering="arxiv_id")
     def identifier(self, paper):
         return paper.identifier
+
+    def save_model(self, request, obj, form, change):
+        """A DOI field edited here is split again, so the links follow the edit."""
+        if "doi" in form.changed_data:
+            obj.dois = split_dois(obj.doi)[0]
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(Category)

@@ -74,7 +74,9 @@ class SnapshotImportSummary:
 
     ``lines``: non-blank lines read; ``created`` / ``updated`` / ``unchanged``: papers, per
     batch they appear in (as :class:`papers.ingest.IngestResult` counts them); ``rejected``:
-    lines refused (bad JSON, invalid identifier, unknown category …); ``errors``: the first
+    lines refused (bad JSON, invalid identifier, unknown category …); ``duplicates``: lines
+    that repeated a paper already in their batch (merged with it, the newer version
+    leading); ``errors``: the first
     1000 of those, each a :class:`ParseError` naming the file and ``line N``; ``batches``:
     transactions committed; ``bytes_read``: position in the file (compressed bytes for gzip).
     """
@@ -84,6 +86,7 @@ class SnapshotImportSummary:
     updated: int = 0
     unchanged: int = 0
     rejected: int = 0
+    duplicates: int = 0
     batches: int = 0
     bytes_read: int = 0
     errors: list[ParseError] = field(default_factory=list)
@@ -151,6 +154,7 @@ def snapshot_import(
         with read_ahead(batches) as parsed:
             for batch in _reraising(parsed, summary):
                 summary.lines += batch.lines
+                summary.duplicates += batch.duplicates
                 for error in batch.errors:
                     summary.rejected += 1
                     if len(summary.errors) < ERROR_LIMIT:
@@ -199,6 +203,7 @@ class _Batch:
     prepared: dict[str, PaperState]
     author_parts: dict[str, dict[str, str]]
     errors: list[ParseError]
+    duplicates: int = 0
 
 
 def _parsed_batches(
@@ -255,6 +260,8 @@ def _parse(lines: list[tuple[int, bytes]], *, source: str, bytes_read: int) -> _
             batch.errors.append(error)
             continue
         # The same paper twice in a batch: merged as across batches, the newer version wins.
+        if state.arxiv_id in batch.prepared:
+            batch.duplicates += 1
         batch.prepared[state.arxiv_id] = paper_state_merge(
             batch.prepared.get(state.arxiv_id), state
         )

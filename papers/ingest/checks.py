@@ -16,8 +16,10 @@ from django.utils import timezone
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Affiliation, Author, Paper, PaperVersion
+from papers.parsers import split_dois
 from papers.records import ArxivRecord, ParseError
 from papers.taxonomy import UnknownCategory, canonical_category
+from papers.text import fix_mojibake, unwrap
 
 from .merge import TEXT_FIELDS, AuthorState, PaperState, VersionState
 
@@ -26,6 +28,7 @@ __all__ = [
     "FUTURE_TOLERANCE",
     "MAX_VERSION",
     "SIZE_KB_MAX",
+    "TEXT_LIMITS",
     "record_prepare",
 ]
 
@@ -40,9 +43,16 @@ EARLIEST_DATE = dt.date(1991, 1, 1)
 FUTURE_TOLERANCE = dt.timedelta(days=2)
 # PositiveIntegerField on PostgreSQL; applied on SQLite too, which would store more.
 SIZE_KB_MAX = 2**31 - 1
-# Characters no text column can hold: NUL (PostgreSQL refuses it) and lone UTF-16
-# surrogates (not encodable as UTF-8, so no driver can send them).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# Characters refused in any text: NUL (PostgreSQL refuses it), lone UTF-16 surrogates (not
+# encodable as UTF-8, so no driver can send them) and the other C0 control characters but
+# tab, line feed and carriage return (XML 1.0 cannot carry them, so arXiv's OAI and API
+# never send them: in a snapshot line they are corruption, and on a page they are invisible).
+_UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+# Text fields longer than any real arXiv record's (arXiv caps new abstracts at 1920
+# characters; titles run to a few hundred): past these a record is corrupt or hostile.
+TEXT_LIMITS = {"title": 1000, "abstract": 10000, "comments": 2000}
+# The raw form of an author name keeps its TeX (``{\"u}``), so it may run longer.
+_AUTHOR_RAW_MAX = 1000
 
 _MAX_LENGTHS = {
     "doi": Paper._meta.get_field("doi").max_length,
@@ -96,9 +106,18 @@ def record_prepare(
         raise reject("no category", arxiv_id)
     primary = codes[0]
 
+    # An entry without a title is kept, under a placeholder curators can filter on.
     title = (record.title or "").strip()
-    if not title:
-        raise reject("no title", arxiv_id)
+    title_missing = not title
+    if title_missing:
+        title = Paper.TITLE_PLACEHOLDER
+    for name, limit in TEXT_LIMITS.items():
+        length = len(title if name == "title" else getattr(record, name) or "")
+        if length > limit:
+            raise reject(f"{name} is {length} characters long, more than {limit}", arxiv_id)
+    # Pieces of the field that are no DOI stay in ``doi`` (the field as received), unlinked.
+    dois, _not_dois = split_dois(record.doi)
+    repaired = _was_repaired(record.title_raw) or _was_repaired(record.abstract_raw)
 
     versions = {
         version.number: VersionState(
@@ -135,13 +154,22 @@ def record_prepare(
         for part, limit in _AUTHOR_PART_MAX.items():
             if len(parts[part]) > limit:
                 raise reject(f"author {position} {part} longer than {limit} characters", arxiv_id)
-        authors.append(AuthorState(name=name, affiliations=affiliations))
+        raw = " ".join((author.raw or "").split())
+        if len(raw) > _AUTHOR_RAW_MAX:
+            raise reject(
+                f"author {position} name as received longer than {_AUTHOR_RAW_MAX} characters",
+                arxiv_id,
+            )
+        repaired = repaired or _was_repaired(raw)
+        authors.append(
+            AuthorState(name=name, affiliations=affiliations, name_raw=raw if raw != name else "")
+        )
         author_parts.setdefault(name, parts if any(parts.values()) else {})
 
     state = PaperState(
         arxiv_id=arxiv_id,
         title=title,
-        title_raw=record.title_raw or record.title,
+        title_raw=record.title_raw or record.title or "",
         abstract=record.abstract or "",
         abstract_raw=record.abstract_raw or record.abstract or "",
         comments=record.comments or "",
@@ -150,7 +178,13 @@ def record_prepare(
         report_no=record.report_no or "",
         license=record.license or "",
         submitter=record.submitter or "",
-        latest_version=max(record.latest_version or 1, id_version or 1, *versions, 1),
+        dois=dois,
+        text_repaired=repaired,
+        title_missing=title_missing,
+        latest_version=max(
+            (v for v in (record.latest_version, id_version, *versions) if v is not None),
+            default=None,
+        ),
         submitted=submitted,
         updated=record.updated,
         withdrawn=bool(record.withdrawn),
@@ -165,6 +199,15 @@ def record_prepare(
         if len(getattr(state, name)) > limit:
             raise reject(f"{name} longer than {limit} characters", arxiv_id)
     return state
+
+
+def _was_repaired(raw: str | None) -> bool:
+    """True when :func:`papers.text.fix_mojibake` changes ``raw`` (unwrapped) as the parsers
+    read it: double-encoded text whose repair the stored paper must record."""
+    if not raw or raw.isascii():
+        return False
+    text = unwrap(raw)
+    return fix_mojibake(text) != text
 
 
 class _Invalid(ValueError):
@@ -185,7 +228,7 @@ def _check_record(record: ArxivRecord, *, id_version: int | None) -> None:
         _check_text(name, getattr(record, name))
     for position, author in enumerate(record.authors, start=1):
         # Field names are only spelled out for an error: HEP papers list thousands of authors.
-        for part in _AUTHOR_TEXTS:
+        for part in (*_AUTHOR_TEXTS, "raw"):
             if _unstorable(getattr(author, part)):
                 _check_text(f"author {position} {part}", getattr(author, part))
         for affiliation in author.affiliations:
@@ -219,13 +262,13 @@ def _check_record(record: ArxivRecord, *, id_version: int | None) -> None:
 
 
 def _unstorable(value: object) -> bool:
-    """True when ``value`` is not text or holds a character no column can take (cheap for the
-    usual, clean text: a memchr for NUL, and ASCII text holds no surrogate)."""
+    """True when ``value`` is not text or holds a character refused in text (``_UNSTORABLE``:
+    one scan of a compiled character class)."""
     if not value:
         return False
     if not isinstance(value, str):
         return True
-    return "\x00" in value or (not value.isascii() and _UNSTORABLE.search(value) is not None)
+    return _UNSTORABLE.search(value) is not None
 
 
 def _check_text(name: str, value: object) -> None:
@@ -235,7 +278,12 @@ def _check_text(name: str, value: object) -> None:
     if not isinstance(value, str):
         raise _Invalid(f"{name} is not text but {type(value).__name__}")
     character = _UNSTORABLE.search(value)[0]
-    what = "a NUL character" if character == "\x00" else "a lone surrogate"
+    if character == "\x00":
+        what = "a NUL character"
+    elif character < " ":
+        what = "a control character"
+    else:
+        what = "a lone surrogate"
     raise _Invalid(f"{name} contains {what} (U+{ord(character):04X}), which is not storable text")
 
 

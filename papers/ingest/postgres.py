@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import psycopg
 from django.db import connection, transaction
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from papers.categories import category_ids_ensure
 from papers.models import Affiliation, Author, Authorship, Paper, PaperAffiliation, PaperVersion
@@ -44,6 +45,16 @@ _PAPER_COLUMNS = (
     "affiliation_count",
 )
 _row_fields = operator.attrgetter(*ROW_FIELDS)
+_DOIS = ROW_FIELDS.index("dois")
+
+
+def _row_values(state) -> list:
+    """The ROW_FIELDS values of a paper state, JSON ones wrapped for the binary COPY."""
+    values = list(_row_fields(state))
+    values[_DOIS] = Jsonb(values[_DOIS])
+    return values
+
+
 _VERSION_COLUMNS = ("paper_id", "number", "submitted", "size_kb", "source_type")
 _AUTHOR_COLUMNS = ("name", "keyname", "forenames", "suffix")
 
@@ -178,7 +189,7 @@ def _copy_paper_rows(cursor, table: str, plans: list[PaperPlan], category_ids, *
             (
                 *stamps,
                 plan.state.arxiv_id,
-                *_row_fields(plan.state),
+                *_row_values(plan.state),
                 category_ids[plan.state.primary],
                 len(plan.state.authors),
                 len({name: None for author in plan.state.authors for name in author.affiliations}),
@@ -264,9 +275,9 @@ def _copy_authors(cursor, plans: list[PaperPlan], author_parts: dict[str, dict[s
     rows_copy(
         cursor,
         _AUTHORSHIP,
-        ("paper_id", "author_id", "position"),
+        ("paper_id", "author_id", "position", "name_raw"),
         (
-            (plan.pk, author_ids[author.name], position)
+            (plan.pk, author_ids[author.name], position, author.name_raw)
             for plan in plans
             for position, author in enumerate(plan.state.authors)
         ),

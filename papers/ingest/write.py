@@ -60,7 +60,9 @@ class IngestResult:
     """What :func:`papers_upsert` did.
 
     ``created`` / ``updated`` / ``unchanged``: counts of papers (a paper reported twice in one
-    call counts once per batch it appears in); ``paper_ids``: primary keys of the papers
+    call counts once per batch it appears in); ``duplicates``: records that repeated a paper
+    already given in the same call (merged with it, as two reports of the paper are);
+    ``paper_ids``: primary keys of the papers
     created or changed, in the order stored; ``errors``: one :class:`ParseError` per rejected
     record, naming the source (file or URL) and the record (arXiv identifier) and why.
     """
@@ -68,6 +70,7 @@ class IngestResult:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    duplicates: int = 0
     paper_ids: list[int] = field(default_factory=list)
     errors: list[ParseError] = field(default_factory=list)
 
@@ -80,6 +83,7 @@ class IngestResult:
         self.created += other.created
         self.updated += other.updated
         self.unchanged += other.unchanged
+        self.duplicates += other.duplicates
         self.paper_ids.extend(other.paper_ids)
         self.errors.extend(other.errors)
 
@@ -133,17 +137,24 @@ def papers_upsert(
       rejected (a :class:`ParseError` in the result naming ``source`` — or the record's own
       source label when ``source`` is empty —, the arXiv identifier and the field at fault)
       and the rest of the batch is stored when it has: an invalid identifier (named escaped
-      when it holds unstorable characters); an unknown category or none; no title; no
-      submitted date; a NUL character or a lone UTF-16 surrogate in any text (title,
-      abstract, comments, author name parts, affiliations ...: no column can hold them, so
-      the record is rejected rather than silently altered); text longer than its column (DOI,
+      when it holds unstorable characters); an unknown category or none; no submitted date;
+      a NUL character, another C0 control character (all but tab, line feed and carriage
+      return) or a lone UTF-16 surrogate in any text (title, abstract, comments, author name
+      parts and raw names, affiliations ...: the record is rejected rather than silently
+      altered); a title, abstract or comments longer than ``checks.TEXT_LIMITS`` (1000,
+      10000, 2000 characters); text longer than its column (DOI,
       report number, licence, submitter 255, author name 300, keyname and forenames 200,
       suffix 50, affiliation 500, version source type 8 characters); a version number (of a
       version, of the identifier's ``vN`` or ``latest_version``) outside 1..``MAX_VERSION``;
       a version size outside 0..``SIZE_KB_MAX`` kb; a submitted, updated, version or OAI
       datestamp date before ``EARLIEST_DATE`` (1991-01-01) or more than ``FUTURE_TOLERANCE``
       (2 days) after today, UTC. Versions lists are otherwise taken as given: some formats
-      list only the latest version, or none.
+      list only the latest version, or none (then the version is unknown, None).
+    - Stored but flagged: a record without a title gets ``Paper.TITLE_PLACEHOLDER`` and
+      ``title_missing``; one whose title, abstract or author names needed a mojibake repair
+      gets ``text_repaired`` (the raw names are kept on the authorships). The DOI field is
+      split into its valid DOIs (``dois``). A record repeating a paper given earlier in the
+      same call is merged with it and counted in ``duplicates``.
     - The batch is then written in one transaction with bulk queries: a failure leaves nothing
       of it written and propagates. Existing papers are read with their rows locked; papers
       new to this transaction are inserted only where no row has appeared meanwhile, and a
@@ -161,12 +172,13 @@ def papers_upsert(
         raise ValueError(f"batch_size must be at least 1, not {size}")
     result = IngestResult()
     iterator = iter(records)
+    seen: set[str] = set()
     while batch := list(islice(iterator, size)):
-        result.add(_upsert_batch(batch, source=source))
+        result.add(_upsert_batch(batch, source=source, seen=seen))
     return result
 
 
-def _upsert_batch(records: list[ArxivRecord], *, source: str) -> IngestResult:
+def _upsert_batch(records: list[ArxivRecord], *, source: str, seen: set[str]) -> IngestResult:
     result = IngestResult()
     prepared: dict[str, PaperState] = {}
     author_parts: dict[str, dict[str, str]] = {}
@@ -177,7 +189,12 @@ def _upsert_batch(records: list[ArxivRecord], *, source: str) -> IngestResult:
             result.errors.append(error)
             logger.warning("rejected %s", error)
             continue
-        # The same paper twice in a batch (overlapping API pages): merge like across batches.
+        # The same paper twice in one call (a page listing it twice): counted, and merged
+        # like two reports of the paper from different calls.
+        if state.arxiv_id in seen:
+            result.duplicates += 1
+            logger.info("%s: %s appears again", source or record.source, state.arxiv_id)
+        seen.add(state.arxiv_id)
         prepared[state.arxiv_id] = paper_state_merge(prepared.get(state.arxiv_id), state)
     if not prepared:
         return result
@@ -228,7 +245,7 @@ def paper_states_load(arxiv_ids: list[str]) -> dict[str, tuple[int, PaperState]]
     pks = [row["pk"] for row in rows]
     cross_lists: dict[int, set[str]] = {pk: set() for pk in pks}
     versions: dict[int, dict[int, VersionState]] = {pk: {} for pk in pks}
-    authors: dict[int, list[tuple[int, str]]] = {pk: [] for pk in pks}
+    authors: dict[int, list[tuple[int, str, str]]] = {pk: [] for pk in pks}
     affiliations: dict[int, list[str]] = {}
     for chunk in _chunks(pks):
         for paper_id, code in CrossListThrough.objects.filter(paper_id__in=chunk).values_list(
@@ -239,12 +256,12 @@ def paper_states_load(arxiv_ids: list[str]) -> dict[str, tuple[int, PaperState]]
             paper_id__in=chunk
         ).values_list("paper_id", "number", "submitted", "size_kb", "source_type"):
             versions[paper_id][number] = VersionState(submitted, size_kb, source_type)
-        for authorship_id, paper_id, name in (
+        for authorship_id, paper_id, name, name_raw in (
             Authorship.objects.filter(paper_id__in=chunk)
             .order_by("paper_id", "position")
-            .values_list("pk", "paper_id", "author__name")
+            .values_list("pk", "paper_id", "author__name", "name_raw")
         ):
-            authors[paper_id].append((authorship_id, name))
+            authors[paper_id].append((authorship_id, name, name_raw))
         # Through rows keep insertion order, which is the order the source listed them in.
         for authorship_id, name in (
             AuthorshipAffiliation.objects.filter(authorship__paper_id__in=chunk)
@@ -264,8 +281,12 @@ def paper_states_load(arxiv_ids: list[str]) -> dict[str, tuple[int, PaperState]]
                 cross_lists=frozenset(cross_lists[pk]),
                 versions=dict(sorted(versions[pk].items())),
                 authors=tuple(
-                    AuthorState(name=name, affiliations=tuple(affiliations.get(aid, ())))
-                    for aid, name in authors[pk]
+                    AuthorState(
+                        name=name,
+                        affiliations=tuple(affiliations.get(aid, ())),
+                        name_raw=name_raw,
+                    )
+                    for aid, name, name_raw in authors[pk]
                 ),
             ),
         )
@@ -445,7 +466,12 @@ def _write_authors(plans: list[PaperPlan], author_parts: dict[str, dict[str, str
     PaperAffiliation.objects.filter(paper_id__in=paper_ids).delete()
 
     authorships = [
-        Authorship(paper_id=plan.pk, author_id=author_ids[author.name], position=position)
+        Authorship(
+            paper_id=plan.pk,
+            author_id=author_ids[author.name],
+            position=position,
+            name_raw=author.name_raw,
+        )
         for plan in plans
         for position, author in enumerate(plan.state.authors)
     ]

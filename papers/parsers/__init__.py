@@ -37,6 +37,7 @@ __all__ = [
     "parse_xml",
     "says_withdrawn",
     "split_author_line",
+    "split_dois",
 ]
 
 
@@ -203,14 +204,24 @@ def author_name(
 
     Each part goes through :func:`papers.text.readable` (``"C. Bal\\'azs"`` -> ``"C. Balázs"``,
     ``"Dirk WÃ¼bben"`` -> ``"Dirk Wübben"``); without a ``name`` the display name is
-    "Forenames Keyname Suffix". Blank and repeated affiliations are dropped, the order kept.
-    Never raises.
+    "Forenames Keyname Suffix". ``raw`` keeps the name as given (blanks collapsed), so a
+    repair can be seen and undone. A collaboration loses a leading "The" (``"The BABAR
+    Collaboration"`` and ``"BABAR Collaboration"`` are one author). Blank and repeated
+    affiliations are dropped, the order kept. Never raises.
     """
+    if name is None:
+        raw = " ".join(" ".join(part for part in (forenames, keyname, suffix) if part).split())
+    else:
+        raw = " ".join(name.split())
     keyname, forenames, suffix = readable(keyname), readable(forenames), readable(suffix)
     if name is None:
         name = " ".join(part for part in (forenames, keyname, suffix) if part)
     else:
         name = readable(name)
+    if name[:4].lower() == "the " and _COLLABORATION.search(name):
+        name = name[4:].lstrip()
+        if keyname[:4].lower() == "the ":
+            keyname = keyname[4:].lstrip()
     return AuthorName(
         name=name,
         keyname=keyname,
@@ -219,7 +230,39 @@ def author_name(
         affiliations=tuple(dict.fromkeys(text for text in map(readable, affiliations) if text))
         if affiliations
         else (),
+        raw=raw,
     )
+
+
+# A DOI (Crossref's pattern for the DOIs it registers, widened to any suffix without blanks):
+# "10." + registrant code + "/" + suffix. https://www.crossref.org/blog/dois-and-matching-regular-expressions/
+_DOI = re.compile(r"10\.\d{4,9}/\S+")
+# arXiv's doi field lists several DOIs separated by commas, semicolons or blanks; a separator
+# counts only before the next "10.", since old (SICI) DOIs hold semicolons themselves.
+_DOI_SEPARATOR = re.compile(r"[\s,;]+(?=(?:doi:|https?://(?:dx\.)?doi\.org/)?10\.)", re.I)
+_DOI_PREFIX = re.compile(r"^(?:doi:\s*|https?://(?:dx\.)?doi\.org/)", re.I)
+
+
+def split_dois(text: str | None) -> tuple[list[str], list[str]]:
+    """Split a DOI field into ``(dois, invalid)``, both in the order written.
+
+    ``"10.1103/PhysRevD.93.016005, 10.1103/PhysRevD.98.079901;10.1103/PhysRevD.98.079903"``
+    gives the three DOIs. ``doi:`` and ``https://doi.org/`` prefixes are dropped, trailing
+    punctuation (``.,;``) too; repeats are kept once. Pieces that are not DOIs (``10.1234``
+    without a suffix, free text) land in ``invalid``. Never raises.
+    """
+    dois: list[str] = []
+    invalid: list[str] = []
+    for piece in _DOI_SEPARATOR.split(text or ""):
+        piece = _DOI_PREFIX.sub("", piece.strip()).rstrip(".,;")
+        if not piece:
+            continue
+        if _DOI.fullmatch(piece):
+            if piece not in dois:
+                dois.append(piece)
+        else:
+            invalid.append(piece)
+    return dois, invalid
 
 
 # --- arXiv author lines --------------------------------------------------------------------

@@ -104,9 +104,7 @@ def _parse_entry(entry: etree._Element, entry_id: str) -> ArxivRecord:
     if not entry_id:
         raise ValueError("entry has no <id>")
     arxiv_id, version = parse_arxiv_id(entry_id)
-    title_raw = child_text(entry, _atom("title"))
-    if not title_raw.strip():
-        raise ValueError("entry has no title")
+    title_raw = child_text(entry, _atom("title"))  # none: stored under a placeholder, flagged
     abstract_raw = child_text(entry, _atom("summary"))
     published = child_text(entry, _atom("published")).strip()
     updated = child_text(entry, _atom("updated")).strip()
@@ -130,7 +128,7 @@ def _parse_entry(entry: etree._Element, entry_id: str) -> ArxivRecord:
         abstract_raw=abstract_raw,
         authors=[_author(author) for author in entry.iterfind(_atom("author"))],
         categories=categories,
-        latest_version=version or 1,
+        latest_version=version,
         submitted=submitted,
         updated=parse_iso_datetime(updated).date() if updated else submitted,
         comments=comments,

@@ -210,8 +210,6 @@ def _parse_arxiv_raw(element: etree._Element) -> ArxivRecord:
     if not versions:
         raise ValueError("arXivRaw record has no <version>")
     title_raw, abstract_raw = text("title"), text("abstract")
-    if not title_raw.strip():
-        raise ValueError("record has no title")
     comments = unwrap(text("comments"))
     latest = versions[-1]
     return ArxivRecord(
@@ -257,15 +255,14 @@ def _raw_version(element: etree._Element) -> Version:
 
 
 def _parse_arxiv(element: etree._Element) -> ArxivRecord:
-    """arXiv format: structured authors, created/updated dates, no version list."""
+    """arXiv format: structured authors, created/updated dates, no version list (so the
+    version the record describes is unknown: ``latest_version`` None)."""
 
     def text(tag: str) -> str:
         return child_text(element, f"{{{ARXIV_NS}}}{tag}")
 
     arxiv_id, _ = parse_arxiv_id(text("id"))
     title_raw, abstract_raw = text("title"), text("abstract")
-    if not title_raw.strip():
-        raise ValueError("record has no title")
     created = text("created").strip()
     updated = text("updated").strip()
     submitted = parse_iso_date(created) if created else None
@@ -313,7 +310,8 @@ _NAME_SUFFIXES = frozenset({"Jr", "Jr.", "Sr", "Sr.", "II", "III", "IV"})
 
 
 def _parse_oai_dc(element: etree._Element) -> ArxivRecord:
-    """oai_dc: subject names mapped to codes, "Last, First" creators, v1 and latest dates."""
+    """oai_dc: subject names mapped to codes, "Last, First" creators, v1 and latest dates;
+    the version only when an identifier carries one (else ``latest_version`` None)."""
 
     def texts(tag: str) -> list[str]:
         return [child.text or "" for child in element.iterfind(f"{{{DC_NS}}}{tag}")]
@@ -336,9 +334,7 @@ def _parse_oai_dc(element: etree._Element) -> ArxivRecord:
         raise ValueError("no dc:identifier holds an arXiv identifier")
 
     titles = texts("title")
-    title_raw = titles[0] if titles else ""
-    if not title_raw.strip():
-        raise ValueError("record has no title")
+    title_raw = titles[0] if titles else ""  # none: stored under a placeholder, flagged
 
     abstract_raw, comments = "", ""
     for description in texts("description"):
@@ -360,7 +356,7 @@ def _parse_oai_dc(element: etree._Element) -> ArxivRecord:
         abstract_raw=abstract_raw,
         authors=[_dc_creator(creator) for creator in texts("creator") if creator.strip()],
         categories=categories,
-        latest_version=version or 1,
+        latest_version=version,
         submitted=dates[0] if dates else None,
         updated=dates[-1] if dates else None,
         comments=comments,

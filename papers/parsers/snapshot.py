@@ -94,14 +94,21 @@ def _record(data: dict[str, Any]) -> ArxivRecord:
     raw_id = data.get("id")
     if not raw_id:
         raise ValueError("missing id")
+    if not isinstance(raw_id, str):
+        raise ValueError(f'id is {_json_type(raw_id)}, expected a string such as "0704.0001"')
     arxiv_id, _ = parse_arxiv_id(raw_id)
+    # No title: stored under a placeholder and flagged by the ingestion service.
     title_raw = _string(data, "title")
-    if not title_raw.strip():
-        raise ValueError(f"missing title for {arxiv_id}")
     abstract_raw = _string(data, "abstract")
 
+    listed = data.get("versions") or []
+    if not isinstance(listed, list):
+        raise ValueError(
+            f"versions is {_json_type(listed)}, expected a list of objects such as "
+            '{"version": "v1", "created": "Mon, 2 Apr 2007 19:18:42 GMT"}'
+        )
     versions = sorted(
-        (_version(entry) for entry in data.get("versions") or []),
+        (_version(index, entry) for index, entry in enumerate(listed)),
         key=lambda version: version.number,
     )
     first, latest = (versions[0], versions[-1]) if versions else (None, None)
@@ -116,7 +123,7 @@ def _record(data: dict[str, Any]) -> ArxivRecord:
         authors=_authors(data),
         categories=_string(data, "categories").split(),
         versions=versions,
-        latest_version=latest.number if latest else 1,
+        latest_version=latest.number if latest else None,
         submitted=first.submitted.date() if first and first.submitted else None,
         updated=latest.submitted.date() if latest and latest.submitted else None,
         comments=comments,
@@ -131,12 +138,36 @@ def _record(data: dict[str, Any]) -> ArxivRecord:
     )
 
 
-def _version(entry: dict[str, Any]) -> Version:
+def _version(index: int, entry: object) -> Version:
+    if not isinstance(entry, dict):
+        raise ValueError(
+            f"versions[{index}] is {_json_type(entry)}, expected an object with "
+            '"version" ("v1") and "created" (an RFC 2822 date)'
+        )
     label = str(entry.get("version", ""))
     if not (label.startswith("v") and label[1:].isdigit()):
-        raise ValueError(f"bad version label {label!r}")
+        raise ValueError(f'versions[{index}] has a bad "version" {label!r}, expected "v1", "v2"…')
     created = entry.get("created")
-    return Version(number=int(label[1:]), submitted=parse_rfc2822(created) if created else None)
+    if created is not None and not isinstance(created, str):
+        raise ValueError(f'versions[{index}] "created" is {_json_type(created)}, expected a date')
+    try:
+        submitted = parse_rfc2822(created) if created else None
+    except ValueError:
+        raise ValueError(
+            f'versions[{index}] "created" {created!r} is not an RFC 2822 date '
+            '("Mon, 2 Apr 2007 19:18:42 GMT")'
+        ) from None
+    return Version(number=int(label[1:]), submitted=submitted)
+
+
+def _json_type(value: object) -> str:
+    """What a JSON value is, for messages: ``a string ('x')``, ``a number (3)``, ``null``."""
+    if value is None:
+        return "null"
+    kinds = {str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    kinds |= {dict: "an object", list: "a list"}
+    kind = kinds.get(type(value), type(value).__name__)
+    return f"{kind} ({value!r:.40})" if kind in ("a string", "a number") else kind
 
 
 def _authors(data: dict[str, Any]) -> list[AuthorName]:
@@ -144,11 +175,21 @@ def _authors(data: dict[str, Any]) -> list[AuthorName]:
     parsed = data.get("authors_parsed")
     if not parsed:
         return split_author_line(line)
+    if not isinstance(parsed, list):
+        raise ValueError(
+            f"authors_parsed is {_json_type(parsed)}, expected a list of "
+            "[keyname, forenames, suffix] lists"
+        )
     authors = []
-    for entry in parsed:
+    for index, entry in enumerate(parsed):
         if not isinstance(entry, list):
-            raise ValueError(f"authors_parsed entry is not a list: {entry!r}")
+            raise ValueError(
+                f"authors_parsed[{index}] is {_json_type(entry)}, expected a list "
+                "[keyname, forenames, suffix, affiliation ...]"
+            )
         keyname, forenames, suffix = (*map(str, entry[:3]), "", "", "")[:3]
+        # Kaggle's split writes "C.-P." as "C. -P.": the author line has it right.
+        forenames = _SPLIT_HYPHEN.sub("-", forenames)
         authors.append(
             author_name(
                 keyname=keyname,
@@ -169,6 +210,8 @@ def _authors(data: dict[str, Any]) -> list[AuthorName]:
     return authors
 
 
+# "C. -P." in authors_parsed for "C.-P." in the author line (0704.0001, C.-P. Yuan).
+_SPLIT_HYPHEN = re.compile(r"(?<=\.)\s+-(?=\w)")
 # "1", "1,2", "1 and 3": references into a numbered list, not affiliations.
 _AFFILIATION_NUMBERS = re.compile(r"^\s*\d+(?:\s*(?:,|&|and)\s*\d+)*\s*$", re.IGNORECASE)
 

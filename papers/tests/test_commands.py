@@ -324,6 +324,7 @@ def test_harvest_task_takes_plain_json_and_returns_a_summary():
         "unchanged": 0,
         "deleted": 0,
         "marked_deleted": 0,
+        "duplicates": 0,
         "error_count": 0,
         "errors": [],
         "gaps": [],

@@ -304,7 +304,8 @@ def test_bad_lines_are_named_and_the_rest_is_stored(categories, tmp_path):
         f"{path}, line 4: invalid JSON: Expecting property name enclosed in double quotes: "
         "line 1 column 2 (char 1)",
         f"{path}, line 6 (0704.0004): no category",
-        f"{path}, line 7: not an RFC 2822 date: 'x'",
+        f"{path}, line 7: versions[0] \"created\" 'x' is not an RFC 2822 date "
+        '("Mon, 2 Apr 2007 19:18:42 GMT")',
     ]
     assert summary.errors == seen
     assert (summary.lines, summary.created, summary.rejected) == (11, 8, 3)
@@ -434,7 +435,7 @@ def test_command_shows_progress_and_reports(categories, tmp_path):
         )
 
     assert stdout.getvalue().startswith(
-        "201 lines: 200 created, 0 updated, 0 unchanged, 1 rejected in "
+        "201 lines: 200 created, 0 updated, 0 unchanged, 1 rejected, 0 duplicates in "
     )
     assert stdout.getvalue().rstrip().endswith("papers/s)")
     progress = stderr.getvalue()

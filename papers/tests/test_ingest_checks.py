@@ -55,16 +55,17 @@ def test_unknown_category_rejects_only_that_record():
     assert Paper.objects.count() == 9
 
 
-def test_invalid_identifier_and_missing_title_are_rejected_by_name():
+def test_invalid_identifier_is_rejected_by_name_and_a_missing_title_is_flagged():
     records = arxiv_raw_records()[:3]
     records[0] = dataclasses.replace(records[0], arxiv_id="hepth/9901001")
-    records[1] = dataclasses.replace(records[1], title="  ")
+    records[1] = dataclasses.replace(records[1], title="  ", title_raw="")
 
     result = papers_upsert(records=records, source="page.xml")
 
-    assert [e.record for e in result.errors] == ["hepth/9901001", records[1].arxiv_id]
-    assert "no title" in str(result.errors[1])
-    assert list(Paper.objects.values_list("arxiv_id", flat=True)) == [records[2].arxiv_id]
+    assert [e.record for e in result.errors] == ["hepth/9901001"]
+    untitled = Paper.objects.get(arxiv_id=records[1].arxiv_id)
+    assert (untitled.title, untitled.title_missing) == (Paper.TITLE_PLACEHOLDER, True)
+    assert not Paper.objects.get(arxiv_id=records[2].arxiv_id).title_missing
 
 
 # --- harvest_run with bad files -------------------------------------------------------------

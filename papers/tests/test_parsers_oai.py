@@ -306,7 +306,8 @@ def test_arxiv_format_list_records():
     assert first.submitted == dt.date(2017, 6, 16)
     assert first.updated == dt.date(2017, 12, 12)
     assert first.datestamp == dt.date(2017, 12, 14)
-    assert first.versions == [] and first.latest_version == 1
+    # The arXiv format lists no versions: which one this describes is unknown, not v1.
+    assert first.versions == [] and first.latest_version is None
     assert first.source == "oai:arXiv"
     assert second.report_no == "BONN-TH-2017-03"
     assert second.journal_ref == "Eur. Phys. J. C (2017) 77:856"

@@ -140,7 +140,6 @@ def test_bad_line_goes_to_on_error_and_the_rest_come_through(tmp_path):
     ("changes", "message"),
     [
         ({"id": None}, "missing id"),
-        ({"title": ""}, "missing title"),
         ({"id": "0808.05394"}, "not an arXiv identifier: '0808.05394'"),
         ({"versions": [{"version": "v1", "created": "yesterday"}]}, "not an RFC 2822 date"),
         ({"versions": [{"version": "one", "created": "Mon, 2 Apr 2007 19:18:42 GMT"}]}, "version"),

@@ -119,7 +119,8 @@ class Command(BaseCommand):
             f"{summary['kind']}: {summary['pages']} pages, {summary['created']} created, "
             f"{summary['updated']} updated, {summary['unchanged']} unchanged, "
             f"{summary['deleted']} deleted upstream ({summary['marked_deleted']} stored papers "
-            f"marked deleted), {summary['error_count']} errors"
+            f"marked deleted), {summary.get('duplicates', 0)} duplicates, "
+            f"{summary['error_count']} errors"
         )
         if run is not None:
             self.stdout.write(

@@ -98,6 +98,7 @@ class Command(BaseCommand):
     def _report(self, summary: SnapshotImportSummary, seconds: float) -> None:
         self.stdout.write(
             f"{summary.lines} lines: {summary.created} created, {summary.updated} updated, "
-            f"{summary.unchanged} unchanged, {summary.rejected} rejected in {seconds:.1f} s "
+            f"{summary.unchanged} unchanged, {summary.rejected} rejected, "
+            f"{summary.duplicates} duplicates in {seconds:.1f} s "
             f"({summary.papers / max(seconds, 1e-9):,.0f} papers/s)"
         )
