@@ -202,6 +202,7 @@ ROUTES: dict[str, Route] = {
     "api:paper-list": api(READ),
     "api:paper-detail": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:paper-bibtex": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
+    "api:paper-authors": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:topic-list": api(READ),
     "api:topic-detail": api(READ, kwargs=lambda w: SLUG),
     "api:topic-papers": api(READ, kwargs=lambda w: SLUG),
