@@ -7,7 +7,9 @@ Every error response under ``/api/v1/`` has this body (``details`` may be empty)
                "details": {"submitted_after": ["Enter a valid date (YYYY-MM-DD)."]}}}
 
 - :func:`exception_handler` is DRF's ``EXCEPTION_HANDLER``: every DRF-raised error (validation,
-  404, 405, 406, 401/403, 429 with its ``Retry-After`` header kept) and, when ``DEBUG`` is off,
+  404, 405, 406, 401/403, 429 with its ``Retry-After`` header kept), a body over Django's upload
+  limits (``DATA_UPLOAD_MAX_MEMORY_SIZE``, ``..._NUMBER_FIELDS``, ``..._NUMBER_FILES``: 413,
+  ``payload_too_large``) and, when ``DEBUG`` is off,
   any other exception (logged to ``django.request`` with its traceback, answered as a 500);
 - :func:`not_found` answers unknown URLs under ``/api/v1/`` (a JSON 404, not the HTML page);
 - :func:`server_error` is a ``handler500`` for errors outside DRF views.
@@ -18,7 +20,12 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import (
+    PermissionDenied,
+    RequestDataTooBig,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.http import Http404, HttpResponsePermanentRedirect, JsonResponse
 from django.urls import Resolver404, resolve
 from django.views import defaults
@@ -43,6 +50,28 @@ _CODES = {
     "authentication_failed": "authentication_failed",
     "permission_denied": "permission_denied",
 }
+
+
+class PayloadTooLarge(exceptions.APIException):
+    """413: the request body is over one of Django's upload limits (read when DRF parses it)."""
+
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "payload_too_large"
+    default_detail = "The request body is too large."
+
+
+def _payload_too_large(exc: Exception) -> PayloadTooLarge:
+    """The 413 for one of Django's upload-limit errors, naming the limit that was passed."""
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return PayloadTooLarge(
+            f"The request body is larger than this API accepts ({limit:,} bytes at most)."
+        )
+    if isinstance(exc, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        return PayloadTooLarge(f"The request has more than {limit:,} fields.")
+    limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
+    return PayloadTooLarge(f"The request has more than {limit:,} files.")
 
 
 def error_body(*, status_code: int, code: str, message: str, details: dict | None = None) -> dict:
@@ -98,6 +127,9 @@ def exception_handler(exc, context):
         exc = exceptions.NotFound(str(exc) or None)
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
+    elif isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)):
+        # Raised when DRF first reads request.body: the client's mistake, not a server error.
+        exc = _payload_too_large(exc)
 
     if not isinstance(exc, exceptions.APIException):
         if settings.DEBUG:

@@ -22,7 +22,9 @@ class IsCurator(BasePermission):
 
     ``list``/``retrieve`` need ``topics.view_assignment``, ``create`` needs
     ``topics.add_assignment``, ``accept``/``reject`` need ``topics.change_assignment``.
-    An action not in the map is refused.
+    A method the endpoint does not offer (no action: ``PATCH`` of an assignment, ``GET`` of
+    ``accept/``) is let through for a signed-in user, so that DRF answers 405 naming the method
+    rather than "Only curators may…"; any other action not in the map is refused.
     """
 
     message = "Only curators may read or change assignments."
@@ -38,5 +40,8 @@ class IsCurator(BasePermission):
         user = request.user
         if not (user and user.is_authenticated):
             return False
-        permission = self.permission_by_action.get(getattr(view, "action", None))
+        action = getattr(view, "action", None)
+        if action is None:
+            return True  # no handler for this method: the view answers 405
+        permission = self.permission_by_action.get(action)
         return permission is not None and user.has_perm(permission)

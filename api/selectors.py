@@ -22,12 +22,16 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     Field,
+    IntegerField,
     Max,
+    OuterRef,
     Prefetch,
     Q,
     QuerySet,
+    Subquery,
 )
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
@@ -36,11 +40,13 @@ from papers.querysets import LIVE
 from topics.models import Assignment, Topic
 
 __all__ = [
+    "AUTHORS_SHOWN",
     "LOCAL_PREFIX",
     "PaperNotFound",
     "ROW_KEYS",
     "TrendWeek",
     "api_paper_id",
+    "authorships_of",
     "paper_by_api_id",
     "paper_row",
     "paper_rows",
@@ -52,6 +58,9 @@ __all__ = [
 ]
 
 LOCAL_PREFIX = "local:"
+# The authors a paper response lists at most (collaborations of thousands are common in HEP
+# and astro-ph); the rest are paged by ``papers/<id>/authors/`` (authorships_of).
+AUTHORS_SHOWN = 100
 # Paper columns no API response or export shows (deferred by papers_for_api).
 UNSHOWN_PAPER_FIELDS = (
     "title_raw",
@@ -72,11 +81,24 @@ def api_paper_id(paper: Paper) -> str:
     return paper.arxiv_id or f"{LOCAL_PREFIX}{paper.pk}"
 
 
+def _author_total() -> Coalesce:
+    """The number of authorships stored for the outer paper (an index-only count)."""
+    count = (
+        Authorship.objects.filter(paper=OuterRef("pk"))
+        .order_by()
+        .values("paper")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(count, output_field=IntegerField()), 0)
+
+
 def papers_for_api() -> QuerySet[Paper]:
-    """Papers with their primary category, cross-lists, all authorships (``api_authorships``,
-    in order: author, and affiliations by name as ``api_affiliations``), paper affiliations
-    (in order) and accepted assignments to active topics (``topic_assignments``, by topic
-    name): six queries for any number of papers."""
+    """Papers with their primary category, cross-lists, their first :data:`AUTHORS_SHOWN`
+    authorships (``api_authorships``, in order: author, and affiliations by name as
+    ``api_affiliations``) and ``author_total`` (authorships stored), paper affiliations (in
+    order) and accepted assignments to active topics (``topic_assignments``, by topic name):
+    six queries for any number of papers."""
     # Only the columns responses, exports and Last-Modified read: a page builds hundreds of
     # model instances, and unused columns (timestamps above all) cost more to decode than the
     # queries take to run.
@@ -90,6 +112,7 @@ def papers_for_api() -> QuerySet[Paper]:
     return (
         Paper.objects.select_related("primary_category")
         .defer(*UNSHOWN_PAPER_FIELDS)
+        .annotate(author_total=_author_total())
         .prefetch_related(
             "cross_lists",
             Prefetch(
@@ -105,7 +128,7 @@ def papers_for_api() -> QuerySet[Paper]:
                         to_attr="api_affiliations",
                     )
                 )
-                .order_by("position"),
+                .order_by("position")[:AUTHORS_SHOWN],
                 to_attr="api_authorships",
             ),
             Prefetch(
@@ -122,11 +145,12 @@ def papers_for_api() -> QuerySet[Paper]:
 
 # The keys of a paper row (see paper_row). ``id`` is the primary key, ``category_code`` the
 # primary category's code, ``authors`` ``[{"name", "affiliations": [names by name]}]`` in
-# order, ``affiliations`` and ``categories`` lists of names / codes, ``topics`` ``[{"slug",
-# "name"}]``, ``last_modified`` the newest ``updated_at`` of the paper, its accepted
-# assignments to active topics and those topics; ``deleted`` whether arXiv reported the
-# record deleted, ``live`` whether the paper counts (``papers.querysets.LIVE``: neither
-# withdrawn nor deleted; only live papers get a PDF link).
+# order (the first AUTHORS_SHOWN), ``author_total`` the authorships stored, ``affiliations``
+# and ``categories`` lists of names / codes, ``topics`` ``[{"slug", "name"}]``,
+# ``last_modified`` the newest ``updated_at`` of the paper, its accepted assignments to active
+# topics and those topics; ``deleted`` whether arXiv reported the record deleted, ``live``
+# whether the paper counts (``papers.querysets.LIVE``: neither withdrawn nor deleted; only
+# live papers get a PDF link).
 ROW_KEYS = (
     "id",
     "arxiv_id",
@@ -143,6 +167,7 @@ ROW_KEYS = (
     "dois",
     "journal_ref",
     "authors",
+    "author_total",
     "affiliations",
     "categories",
     "topics",
@@ -190,6 +215,7 @@ def paper_row(paper: Paper) -> dict:
             }
             for authorship in paper.api_authorships
         ],
+        "author_total": paper.author_total,
         "affiliations": [pa.affiliation.name for pa in paper.api_affiliations],
         "categories": sorted(c.code for c in paper.cross_lists.all()),
         "topics": [{"slug": a.topic.slug, "name": a.topic.name} for a in paper.topic_assignments],
@@ -221,14 +247,20 @@ def _related_sql() -> dict[str, tuple[str, list]]:
         f"WHERE a.paper_id = {paper} AND a.state = %s AND t.active"
     )
     return {
+        # The first AUTHORS_SHOWN only (an index range scan on (paper, position)).
         "authors": (
-            "COALESCE((SELECT json_agg(json_build_object('name', au.name, 'affiliations', "
+            "COALESCE((SELECT json_agg(json_build_object('name', s.name, 'affiliations', "
             "COALESCE((SELECT json_agg(af.name ORDER BY af.name) "
             f"FROM {authorship_affiliation} aa JOIN {affiliation} af "
             f"ON af.id = aa.affiliation_id WHERE aa.authorship_id = s.id), {empty})) "
             "ORDER BY s.position) "
+            "FROM (SELECT s.id, s.position, au.name "
             f"FROM {authorship} s JOIN {author} au ON au.id = s.author_id "
-            f"WHERE s.paper_id = {paper}), {empty})",
+            f"WHERE s.paper_id = {paper} ORDER BY s.position LIMIT %s) s), {empty})",
+            [AUTHORS_SHOWN],
+        ),
+        "author_total": (
+            f"(SELECT COUNT(*) FROM {authorship} s WHERE s.paper_id = {paper})",
             [],
         ),
         "affiliations": (
@@ -286,6 +318,7 @@ def _postgresql_rows() -> QuerySet:
         output_field=Field(),
     )
     last_modified = RawSQL(*parts["last_modified"], output_field=DateTimeField())
+    author_total = RawSQL(*parts["author_total"], output_field=IntegerField())
     return Paper.objects.values(
         *_ROW_COLUMNS,
         # The same conditions as paper_row's, from the one definition of LIVE.
@@ -293,6 +326,7 @@ def _postgresql_rows() -> QuerySet:
         live=ExpressionWrapper(LIVE, output_field=BooleanField()),
         category_code=F("primary_category__code"),
         related=related,
+        author_total=author_total,
         last_modified=last_modified,
     )
 
@@ -337,6 +371,24 @@ def papers_in_order(ranked: list[tuple[int, float]]) -> list[dict]:
         if row is not None:
             result.append({**row, "rank": rank})
     return result
+
+
+def authorships_of(paper: Paper) -> QuerySet[Authorship]:
+    """All of ``paper``'s authorships in order (``position``), each with its author and its
+    affiliations by name (``api_affiliations``): to page, two queries per page."""
+    return (
+        Authorship.objects.filter(paper=paper)
+        .select_related("author")
+        .only("paper", "position", "author__name")
+        .prefetch_related(
+            Prefetch(
+                "affiliations",
+                queryset=Affiliation.objects.order_by("name"),
+                to_attr="api_affiliations",
+            )
+        )
+        .order_by("position")
+    )
 
 
 class PaperNotFound(Exception):

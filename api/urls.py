@@ -43,6 +43,9 @@ urlpatterns = [
     path("papers/", papers.PaperListView.as_view(), name="paper-list"),
     # Old-style identifiers hold a slash (hep-th/9901001): <path:>, the export route first.
     path("papers/<path:paper_id>/bibtex/", papers.PaperBibtexView.as_view(), name="paper-bibtex"),
+    path(
+        "papers/<path:paper_id>/authors/", papers.PaperAuthorsView.as_view(), name="paper-authors"
+    ),
     path("papers/<path:paper_id>/", papers.PaperDetailView.as_view(), name="paper-detail"),
     path("topics/", topics.TopicListView.as_view(), name="topic-list"),
     path("topics/<slug:slug>/", topics.TopicDetailView.as_view(), name="topic-detail"),

@@ -21,6 +21,32 @@ SWEEP_LOCK_KEY = "digests:send-due"
 SWEEP_LOCK_SECONDS = 10 * 60
 
 
+class SweepLockUnavailable(Exception):
+    """The sweep's lock could not be taken because the cache (Redis) is unreachable: nothing
+    was sent; the next sweep sends what is due."""
+
+
+def _sweep_lock_taken(owner: str) -> bool:
+    """Take the sweep's lock for ``owner``: True when taken, False when another sweep holds it.
+
+    The cache ignores Redis errors (``IGNORE_EXCEPTIONS``), so a refused ``add`` also means
+    "unreachable": when no holder can be read back and a second ``add`` fails too, raises
+    :class:`SweepLockUnavailable` rather than reporting a sweep that is not running."""
+    if cache.add(SWEEP_LOCK_KEY, owner, SWEEP_LOCK_SECONDS):
+        return True
+    if cache.get(SWEEP_LOCK_KEY) is not None:
+        return False
+    # The holder may have just finished: try once more before blaming the cache.
+    if cache.add(SWEEP_LOCK_KEY, owner, SWEEP_LOCK_SECONDS):
+        return True
+    if cache.get(SWEEP_LOCK_KEY) is not None:
+        return False
+    raise SweepLockUnavailable(
+        "The cache (Redis, REDIS_URL) is unreachable, so the digest sweep cannot take its "
+        "lock; nothing was sent. The next sweep sends what is due."
+    )
+
+
 @shared_task(
     name="digests.tasks.digest_send_user",
     autoretry_for=(smtplib.SMTPException, OSError),
@@ -47,7 +73,8 @@ def digests_send_due(self) -> dict[str, int] | None:
     """Queue ``digest_send_user`` for every user whose daily or weekly digest is due now
     (``digests.selectors.period_end_due`` and ``digest_due_users``), after marking digests
     left sending too long unconfirmed. Returns ``{"daily": n, "weekly": n}`` tasks queued, or
-    None when another sweep holds the lock.
+    None when another sweep holds the lock; raises :class:`SweepLockUnavailable` when the
+    cache holding the lock cannot be reached.
 
     The lock holds the task id: a sweep whose worker was killed is delivered again with the same
     id (acks_late) and takes its own stale lock over instead of waiting for it to expire."""
@@ -56,7 +83,7 @@ def digests_send_due(self) -> dict[str, int] | None:
     from .services import digests_mark_unconfirmed
 
     owner = self.request.id or "running"
-    if not cache.add(SWEEP_LOCK_KEY, owner, SWEEP_LOCK_SECONDS):
+    if not _sweep_lock_taken(owner):
         if self.request.id is None or cache.get(SWEEP_LOCK_KEY) != owner:
             logger.info("A digest sweep is already running; this one does nothing.")
             return None

@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet
+from django.db.models.functions import Left
 from django.db.models.lookups import StartsWith
 
 from papers.models import Authorship, Paper
-from topics.cards import PaperCard, paper_cards
+from topics.cards import CARD_ABSTRACT_CHARS, CARD_TITLE_CHARS, PaperCard, paper_cards
 from topics.models import Topic
 from topics.selectors import topic_newest_paper_ids
 
@@ -124,15 +125,24 @@ def feed_mark(
 
 def atom_papers(papers: QuerySet[Paper], *, limit: int = ATOM_ENTRIES) -> list[Paper]:
     """The first ``limit`` of ``papers`` (keeping their order) with what an Atom entry shows:
-    the primary category, the cross-lists and ``atom_authorships`` (the first ``ATOM_AUTHORS``
-    authorships with their authors, by position). Four queries."""
+    the primary category, the cross-lists, ``atom_authorships`` (the first ``ATOM_AUTHORS``
+    authorships with their authors, by position), and ``atom_title`` / ``atom_abstract``: no
+    more of the title and abstract than an entry shows (``topics.cards.CARD_TITLE_CHARS`` /
+    ``CARD_ABSTRACT_CHARS``, one character more; the whole texts are not loaded). Four
+    queries."""
     authorships = (
         Authorship.objects.filter(position__lt=ATOM_AUTHORS)
         .select_related("author")
         .order_by("position")
     )
     return list(
-        papers.select_related("primary_category").prefetch_related(
+        papers.select_related("primary_category")
+        .defer("title", "abstract", "title_raw", "abstract_raw")
+        .annotate(
+            atom_title=Left("title", CARD_TITLE_CHARS + 1),
+            atom_abstract=Left("abstract", CARD_ABSTRACT_CHARS + 1),
+        )
+        .prefetch_related(
             "cross_lists",
             Prefetch("authorships", queryset=authorships, to_attr="atom_authorships"),
         )[:limit]

@@ -4,7 +4,9 @@ one private feed per user at a secret, regenerable URL.
 Entries: title (text), link and id (the arXiv abstract page for arXiv papers, else our paper
 page; absolute, from ``settings.SITE_URL``), published (submitted, the v1 date), updated (the
 latest version's date), the first ``ATOM_AUTHORS`` authors, the abstract as a text summary and
-the arXiv categories (primary first, then cross-lists).
+the arXiv categories (primary first, then cross-lists). Titles and abstracts are clipped as on
+a paper card (``topics.cards.clip_text``); a clipped summary ends by pointing to the paper's
+page.
 """
 
 import datetime as dt
@@ -17,6 +19,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
 
+from topics.cards import CARD_ABSTRACT_CHARS, CARD_TITLE_CHARS, clip_text
 from topics.lookups import active_topic_or_redirect
 from topics.models import Topic
 from topics.selectors import topic_papers
@@ -69,7 +72,7 @@ class PaperFeed(Feed):
 
     def item_title(self, paper):
         # Atom titles are text: the feed generator escapes them once for XML.
-        return _xml_text(paper.title)
+        return _xml_text(clip_text(paper.atom_title, CARD_TITLE_CHARS)[0])
 
     def item_link(self, paper):
         return _absolute(paper.get_absolute_url())
@@ -80,7 +83,10 @@ class PaperFeed(Feed):
     item_guid_is_permalink = False
 
     def item_description(self, paper):
-        return paper.abstract
+        abstract, clipped = clip_text(paper.atom_abstract, CARD_ABSTRACT_CHARS)
+        if clipped:
+            abstract += f"\n\n(The whole abstract: {self.item_link(paper)})"
+        return abstract
 
     def item_pubdate(self, paper):
         return _as_datetime(paper.submitted)

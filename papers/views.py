@@ -1,9 +1,11 @@
-"""Paper pages: everything stored about one paper, and the topics it is in. This code knows
+"""Paper pages: everything stored about one paper, and the topics it is in. A paper of a big
+collaboration (thousands of authors) shows a page of its authors at a time (``?authors=N``)
+and its first affiliations, so the page costs the same at any number of authors. This code knows
 nothing of topics: the template lists them with the ``paper_topics`` tag of ``topics``
 (``topics/templatetags/topics_tags.py``), the accepted active topics as links.
 """
 
-from django.db.models import Prefetch
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_safe
@@ -11,22 +13,40 @@ from django.views.decorators.http import require_safe
 from topicsite.pagecache import cache_anonymous_page
 
 from .identifiers import InvalidArxivId, parse_arxiv_id
-from .models import Authorship, Paper
+from .models import Authorship, Paper, PaperAffiliation
+
+# Authors listed per page of a paper's author list; affiliations of the paper listed at most.
+AUTHORS_PER_PAGE = 100
+AFFILIATIONS_SHOWN = 50
 
 
 def _detail_queryset():
-    """Papers with all the detail page shows, in a fixed number of queries."""
+    """Papers with the small relations the detail page shows (authors and affiliations are
+    paged, see :func:`_render_detail`)."""
     return Paper.objects.select_related("primary_category").prefetch_related(
-        "cross_lists",
-        "versions",
-        Prefetch(
-            "authorships",
-            queryset=Authorship.objects.select_related("author")
-            .prefetch_related("affiliations")
-            .order_by("position"),
-        ),
-        "paper_affiliations__affiliation",
+        "cross_lists", "versions"
     )
+
+
+def _render_detail(request, paper):
+    """The paper page: one page of authors (``?authors=N``, :data:`AUTHORS_PER_PAGE` each; a
+    page number out of range or not a number shows the nearest page) and the first
+    :data:`AFFILIATIONS_SHOWN` affiliations, in a fixed number of queries."""
+    authorships = (
+        Authorship.objects.filter(paper=paper)
+        .select_related("author")
+        .prefetch_related("affiliations")
+        .order_by("position")
+    )
+    authors_page = Paginator(authorships, AUTHORS_PER_PAGE).get_page(request.GET.get("authors"))
+    affiliations = PaperAffiliation.objects.filter(paper=paper).select_related("affiliation")
+    context = {
+        "paper": paper,
+        "authors_page": authors_page,
+        "affiliations": list(affiliations.order_by("position")[:AFFILIATIONS_SHOWN]),
+        "affiliation_count": affiliations.count(),
+    }
+    return render(request, "papers/paper_detail.html", context)
 
 
 @require_safe
@@ -46,7 +66,7 @@ def paper_detail(request, arxiv_id):
     paper = get_object_or_404(_detail_queryset(), arxiv_id=canonical)
     if arxiv_id != canonical:
         return redirect(paper, permanent=True)
-    return render(request, "papers/paper_detail.html", {"paper": paper})
+    return _render_detail(request, paper)
 
 
 @require_safe
@@ -57,4 +77,4 @@ def paper_detail_local(request, pk):
     paper = get_object_or_404(_detail_queryset(), pk=pk)
     if paper.arxiv_id:
         return redirect(paper, permanent=True)
-    return render(request, "papers/paper_detail.html", {"paper": paper})
+    return _render_detail(request, paper)

@@ -2,7 +2,9 @@
 
 The topic page, the personal feed and the digest emails all show papers as :class:`PaperCard`,
 built by :func:`paper_cards` in one query on PostgreSQL (four elsewhere) whatever the number of
-papers, authors, affiliations or topics.
+papers, authors, affiliations or topics. A card shows at most :data:`CARD_TITLE_CHARS` of a
+title and :data:`CARD_ABSTRACT_CHARS` of an abstract (:func:`clip_text`; the paper's page has
+the rest), so one oversized record cannot make a page of cards megabytes long.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import OuterRef, QuerySet
+from django.db.models.functions import Left
 from django.urls import reverse
 
 from papers.models import Authorship, Paper, PaperAffiliation
@@ -27,12 +30,15 @@ from .selectors import (
 )
 
 __all__ = [
+    "CARD_ABSTRACT_CHARS",
     "CARD_SHOWN",
+    "CARD_TITLE_CHARS",
     "CardTopic",
     "PaperCard",
     "TopicCardPage",
     "card_rows_portable",
     "card_rows_postgresql",
+    "clip_text",
     "paper_cards",
     "topic_card_page",
     "url_maker",
@@ -40,6 +46,24 @@ __all__ = [
 
 # Authors and affiliations a card names; the rest are counted ("+N").
 CARD_SHOWN = 3
+# Characters of a title and of an abstract a card (and an Atom entry) shows at most. arXiv's
+# own limits are far below (abstracts: 1,920 characters), so only a malformed or hostile
+# record is cut.
+CARD_TITLE_CHARS = 500
+CARD_ABSTRACT_CHARS = 4000
+
+
+def clip_text(text: str, limit: int) -> tuple[str, bool]:
+    """``(text, False)`` when ``text`` has at most ``limit`` characters, else ``(its first
+    characters, cut at a space when one falls in the last fifth, then "…", True)``: at most
+    ``limit + 1`` characters."""
+    if len(text) <= limit:
+        return text, False
+    cut = text[:limit]
+    space = cut.rfind(" ", limit * 4 // 5)
+    if space > 0:
+        cut = cut[:space]
+    return cut.rstrip() + "…", True
 
 
 @dataclass(frozen=True)
@@ -60,7 +84,9 @@ class PaperCard:
     ``authors`` / ``affiliations``: the first ``CARD_SHOWN`` names by position, of
     ``author_count`` / ``affiliation_count`` in all; ``topics``: the accepted assignments to
     active topics, by topic name; ``created_at``: when the paper was stored (the feed marks
-    papers stored before a visit as seen).
+    papers stored before a visit as seen). ``title`` and ``abstract`` are clipped to
+    :data:`CARD_TITLE_CHARS` / :data:`CARD_ABSTRACT_CHARS` (``title_clipped`` /
+    ``abstract_clipped`` tell; the paper's page at ``url`` shows them whole).
     """
 
     pk: int
@@ -76,6 +102,8 @@ class PaperCard:
     affiliations: list[str] = field(default_factory=list)
     topics: list[CardTopic] = field(default_factory=list)
     created_at: dt.datetime | None = None
+    title_clipped: bool = False
+    abstract_clipped: bool = False
 
     @property
     def more_authors(self) -> int:
@@ -138,11 +166,15 @@ def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
         affiliations,
         chips,
     ) in rows:
+        title, title_clipped = clip_text(title, CARD_TITLE_CHARS)
+        abstract, abstract_clipped = clip_text(abstract, CARD_ABSTRACT_CHARS)
         cards[pk] = PaperCard(
             pk=pk,
             url=paper_url(arxiv_id) if arxiv_id else local_paper_url(pk),
             title=title,
             abstract=abstract,
+            title_clipped=title_clipped,
+            abstract_clipped=abstract_clipped,
             submitted=submitted,
             withdrawn=withdrawn,
             primary_category=code,
@@ -159,8 +191,8 @@ def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
 _CARD_FIELDS = (
     "id",
     "arxiv_id",
-    "title",
-    "abstract",
+    "card_title",
+    "card_abstract",
     "submitted",
     "withdrawn",
     "author_count",
@@ -168,6 +200,19 @@ _CARD_FIELDS = (
     "primary_category__code",
     "created_at",
 )
+
+
+def _card_papers(paper_ids: list[int]) -> QuerySet[Paper]:
+    """The papers ``paper_ids`` with ``card_title`` and ``card_abstract``: no more of the title
+    and abstract than a card can show (one character more, so clip_text knows to cut)."""
+    return (
+        Paper.objects.filter(id__in=paper_ids)
+        .order_by()
+        .annotate(
+            card_title=Left("title", CARD_TITLE_CHARS + 1),
+            card_abstract=Left("abstract", CARD_ABSTRACT_CHARS + 1),
+        )
+    )
 
 
 def _card_lists() -> tuple[QuerySet, QuerySet, QuerySet]:
@@ -193,8 +238,7 @@ def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
         lines.filter(paper_id=OuterRef("pk")) for lines in _card_lists()
     )
     rows = (
-        Paper.objects.filter(id__in=paper_ids)
-        .order_by()
+        _card_papers(paper_ids)
         .annotate(
             card_authors=ArraySubquery(authors.values("author__name")),
             card_affiliations=ArraySubquery(affiliations.values("affiliation__name")),
@@ -229,7 +273,7 @@ def card_rows_portable(paper_ids: list[int]) -> list[tuple]:
         chips[paper_id].append((name, slug))
     return [
         (*row, authors[row[0]], affiliations[row[0]], chips[row[0]])
-        for row in Paper.objects.filter(id__in=paper_ids).order_by().values_list(*_CARD_FIELDS)
+        for row in _card_papers(paper_ids).values_list(*_CARD_FIELDS)
     ]
 
 

@@ -16,6 +16,16 @@ from kombu.exceptions import OperationalError
 
 logger = logging.getLogger(__name__)
 
+# What queueing a task (``.delay``) raises when the broker cannot be reached, after Celery's
+# publish retries: for a command to catch and report in one line (broker_unreachable).
+BROKER_ERRORS = (OperationalError,)
+
+
+def broker_unreachable(error: BaseException, remedy: str) -> str:
+    """One line for an operator: Redis, the Celery broker, could not be reached (``error``,
+    e.g. "Error 111 connecting to 127.0.0.1:6379. Connection refused."), then ``remedy``."""
+    return f"Redis (the Celery broker, REDIS_URL) is unreachable: {error} {remedy}"
+
 
 def task_publish(task, *args, remedy: str = "") -> bool:
     """``task.delay(*args)``; True when the broker took it. On a broker error (kombu

@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from papers.models import Paper
 
-from ..selectors import LOCAL_PREFIX, paper_row
+from ..selectors import AUTHORS_SHOWN, LOCAL_PREFIX, paper_row
 from .base import SelectableFieldsMixin, TopicRefSerializer
 
 
@@ -38,8 +38,9 @@ class PaperUrlsSerializer(serializers.Serializer):
 class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
     """A paper: ``id`` (canonical arXiv identifier, or ``local:<n>`` for papers not on arXiv),
     ``version`` (the version the metadata describes; null when no source said), title and
-    abstract as text, ``authors`` in order with their affiliations, ``affiliations`` of the
-    paper in order of first mention,
+    abstract as text, ``authors`` in order with their affiliations (the first 100; a paper
+    with more also has ``author_count``, all its authors, which ``papers/<id>/authors/`` pages
+    through), ``affiliations`` of the paper in order of first mention,
     ``primary_category`` and ``categories`` (cross-lists) as codes, ``submitted`` (v1 date),
     ``updated`` (latest version's date, null with one version), ``withdrawn``, ``deleted``
     (arXiv reports the record deleted), ``doi`` (the first DOI) and ``journal_ref`` (empty
@@ -110,12 +111,13 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
         arxiv_id = row["arxiv_id"]
         api_id = arxiv_id or f"{LOCAL_PREFIX}{row['id']}"
         updated = row["updated"]
+        authors = row["authors"]
         data = {
             "id": api_id,
             "version": row["latest_version"],
             "title": row["title"],
             "abstract": row["abstract"],
-            "authors": row["authors"],
+            "authors": authors,
             "affiliations": row["affiliations"],
             "primary_category": row["category_code"],
             "categories": row["categories"],
@@ -131,9 +133,17 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
             "urls": self._urls(row["id"], arxiv_id, api_id, live=row["live"]),
         }
         self.add_representation(row, data)
+        # Only a paper whose list is cut short says how many authors it has: every other
+        # response stays as it was.
+        truncated = row["author_total"] > len(authors)
         if selected is None:
+            if truncated:
+                data = _with_author_count(data, row["author_total"])
             return data
-        return {name: data[name] for name in selected}
+        data = {name: data[name] for name in selected}
+        if truncated and "authors" in data:
+            data = _with_author_count(data, row["author_total"])
+        return data
 
     def add_representation(self, row: dict, data: dict) -> None:
         """Subclasses add their own fields (from ``row``) to ``data`` here."""
@@ -144,7 +154,14 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
     def get_id(self, row: dict) -> str:
         return row["arxiv_id"] or f"{LOCAL_PREFIX}{row['id']}"
 
-    @extend_schema_field(AuthorSerializer(many=True))
+    @extend_schema_field(
+        AuthorSerializer(
+            many=True,
+            help_text=f"The first {AUTHORS_SHOWN} authors in order. A paper with more "
+            "authors also has author_count (an integer, placed after this list); "
+            "papers/<id>/authors/ lists them all, page by page.",
+        )
+    )
     def get_authors(self, row: dict) -> list[dict]:
         return row["authors"]
 
@@ -200,3 +217,27 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
     @extend_schema_field(PaperUrlsSerializer)
     def get_urls(self, row: dict) -> dict:
         return self._urls(row["id"], row["arxiv_id"], self.get_id(row), live=row["live"])
+
+
+def _with_author_count(data: dict, author_count: int) -> dict:
+    """``data`` with ``author_count`` placed right after ``authors``."""
+    result = {}
+    for name, value in data.items():
+        result[name] = value
+        if name == "authors":
+            result["author_count"] = author_count
+    return result
+
+
+class PaperAuthorSerializer(AuthorSerializer):
+    """One author of a paper in ``papers/<id>/authors/``: ``position`` (0-based, the order
+    the paper gives), ``name`` and ``affiliations`` (by name)."""
+
+    position = serializers.IntegerField(help_text="0-based place in the paper's author list.")
+
+    def to_representation(self, authorship) -> dict:
+        return {
+            "position": authorship.position,
+            "name": authorship.author.name,
+            "affiliations": [a.name for a in authorship.api_affiliations],
+        }

@@ -1,5 +1,5 @@
-"""``papers/``: the paper list (filtered, cursor-paginated), one paper, and one paper as
-BibTeX. Thin views over ``api.selectors``."""
+"""``papers/``: the paper list (filtered, cursor-paginated), one paper, its authors page by
+page, and one paper as BibTeX. Thin views over ``api.selectors``."""
 
 from __future__ import annotations
 
@@ -10,18 +10,21 @@ from rest_framework import generics
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from papers.models import Authorship, Paper
+
 from .. import exports
 from ..filters import PaperFilter, PaperOrderingFilter
-from ..pagination import PaperCursorPagination
+from ..pagination import PageNumberPagination, PaperCursorPagination
 from ..selectors import (
     PaperNotFound,
+    authorships_of,
     paper_by_api_id,
     paper_row,
     paper_rows,
     rows_last_modified,
     rows_of,
 )
-from ..serializers.papers import PaperSerializer
+from ..serializers.papers import PaperAuthorSerializer, PaperSerializer
 from .base import FIELDS_PARAMETER, ReadView, StreamAnyAccept, export_filename, streamed_response
 
 PAPER_ID_PARAMETER = OpenApiParameter(
@@ -81,6 +84,25 @@ class PaperDetailView(ReadView):
         row = paper_row(paper)
         self.last_modified = row["last_modified"]
         return Response(self.get_serializer(row).data)
+
+
+@extend_schema(summary="A paper's authors", parameters=[PAPER_ID_PARAMETER])
+class PaperAuthorsView(ReadView, generics.ListAPIView):
+    """Every author of a paper in order, with their affiliations, page by page (``page``,
+    ``page_size`` up to 100): a paper response lists only its first authors."""
+
+    serializer_class = PaperAuthorSerializer
+    pagination_class = PageNumberPagination
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular building the schema
+            return Authorship.objects.none()
+        try:
+            paper = paper_by_api_id(self.kwargs["paper_id"], Paper.objects.all())
+        except PaperNotFound as error:
+            raise NotFound(str(error)) from None
+        self.last_modified = paper.updated_at
+        return authorships_of(paper)
 
 
 @extend_schema(

@@ -15,6 +15,7 @@ from follows.feed_services import feed_visit, private_feed_key_regenerate, priva
 from follows.models import FeedState, Follow, SearchMatch
 from papers.models import Paper
 from papers.tests.factories import AuthorshipFactory, CategoryFactory, PaperFactory
+from topics.cards import CARD_ABSTRACT_CHARS, CARD_TITLE_CHARS
 from topics.models import Assignment, TopicRedirect
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
 
@@ -295,3 +296,17 @@ def test_feed_query_counts_do_not_grow_with_the_papers(client):
     assert [a.name for a in entry.authors][:2] == [
         a.author.name for a in Paper.objects.get(title=entry.title).authorships.all()[:2]
     ]
+
+
+def test_an_oversized_title_and_abstract_are_clipped_in_entries(client):
+    topic = TopicFactory(slug="huge")
+    long_title = paper_in(topic, title="T" + " title" * 200_000)  # 1.2 MB
+    long_abstract = paper_in(topic, abstract="word " * 800_000)  # 4 MB
+    response = client.get(topic_feed_url(topic))
+    assert len(response.content) < 50_000
+    entries = {e.link: e for e in parse(response).entries}
+    title_entry = entries[SITE + long_title.get_absolute_url()]
+    assert len(title_entry.title) <= CARD_TITLE_CHARS + 1 and title_entry.title.endswith("…")
+    summary = entries[SITE + long_abstract.get_absolute_url()].summary
+    assert len(summary) < CARD_ABSTRACT_CHARS + 200
+    assert summary.endswith(f"(The whole abstract: {SITE}{long_abstract.get_absolute_url()})")

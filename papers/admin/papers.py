@@ -1,4 +1,4 @@
-"""Admin for arXiv records: papers (with their versions and authors, read-only), categories,
+"""Admin for arXiv records: papers (with their versions and first authors, read-only), categories,
 authors and affiliations. Knows nothing of topics (``papers`` is the bottom of the stack):
 ``topics.admin.papers`` extends :class:`PaperAdmin` with the topic filter and the assignments.
 
@@ -9,6 +9,7 @@ papers, no facet counts.
 
 from django.contrib import admin
 from django.db.models import Exists, OuterRef, Q
+from django.utils.html import format_html, format_html_join
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperVersion
@@ -95,13 +96,10 @@ class PaperVersionInline(ReadOnlyInline):
     readonly_fields = fields
 
 
-class AuthorshipInline(ReadOnlyInline):
-    model = Authorship
-    fields = ["position", "author", "name_raw"]
-    readonly_fields = fields
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("author")
+# Authors the change page lists. Not an inline: a read-only inline still posts two fields
+# per row, so a paper of thousands of authors overran DATA_UPLOAD_MAX_NUMBER_FIELDS (a 400 on
+# save) and took many seconds to render.
+ADMIN_AUTHORS_SHOWN = 20
 
 
 @admin.register(Paper)
@@ -127,6 +125,7 @@ class PaperAdmin(ArxivIdSearchMixin, admin.ModelAdmin):
     ordering = ["-submitted", "-id"]
     autocomplete_fields = ["primary_category", "cross_lists"]
     readonly_fields = [
+        "authors",
         "arxiv_id",
         "import_key",
         "latest_version",
@@ -136,7 +135,7 @@ class PaperAdmin(ArxivIdSearchMixin, admin.ModelAdmin):
         "created_at",
         "updated_at",
     ]
-    inlines = [PaperVersionInline, AuthorshipInline]
+    inlines = [PaperVersionInline]
     paginator = EstimatedCountPaginator
     show_full_result_count = False  # COUNT(*) over millions of papers on every page is slow.
     show_facets = admin.ShowFacets.NEVER  # so are facet counts
@@ -150,6 +149,44 @@ class PaperAdmin(ArxivIdSearchMixin, admin.ModelAdmin):
         if "doi" in form.changed_data:
             obj.dois = split_dois(obj.doi)[0]
         super().save_model(request, obj, form, change)
+
+    @admin.display(description="authors")
+    def authors(self, paper):
+        """The first :data:`ADMIN_AUTHORS_SHOWN` authors in order (with the name as received
+        where ingestion repaired it), how many there are in all, and a link to the paper's
+        page, which pages through every author."""
+        if paper.pk is None:
+            return "—"
+        authorships = Authorship.objects.filter(paper=paper).select_related("author")
+        shown = list(authorships.order_by("position")[:ADMIN_AUTHORS_SHOWN])
+        if not shown:
+            return "No authors recorded."
+        listed = format_html_join(
+            "",
+            "<li>{}{}</li>",
+            (
+                (
+                    authorship.author.name,
+                    format_html(" (as received: {})", authorship.name_raw)
+                    if authorship.name_raw
+                    else "",
+                )
+                for authorship in shown
+            ),
+        )
+        total = len(shown)
+        if total == ADMIN_AUTHORS_SHOWN:
+            total = authorships.count()
+        if total == len(shown):
+            return format_html("<ol>{}</ol>", listed)
+        return format_html(
+            '<ol>{}</ol><p>The first {} of {} authors; <a href="{}">all of them</a> on the '
+            "paper's page.</p>",
+            listed,
+            len(shown),
+            total,
+            paper.get_absolute_url(),
+        )
 
 
 @admin.register(Category)

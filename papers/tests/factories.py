@@ -66,3 +66,29 @@ class PaperAffiliationFactory(factory.django.DjangoModelFactory):
     paper = factory.SubFactory(PaperFactory)
     affiliation = factory.SubFactory(AffiliationFactory)
     position = factory.Sequence(lambda n: n)
+
+
+def big_collaboration_paper(*, authors: int = 5000, **fields) -> Paper:
+    """A paper with ``authors`` authors (each with one affiliation of 60, and as many paper
+    affiliations), written in bulk, as a HEP or astro-ph collaboration paper has them."""
+    paper = PaperFactory(author_count=authors, **fields)
+    stored = Author.objects.bulk_create(
+        Author(name=f"Collaborator {paper.pk}-{i:05d}") for i in range(authors)
+    )
+    institutes = [
+        AffiliationFactory(name=f"Institute {paper.pk}-{i}") for i in range(min(authors, 60))
+    ]
+    authorships = Authorship.objects.bulk_create(
+        Authorship(paper=paper, author=author, position=i) for i, author in enumerate(stored)
+    )
+    Authorship.affiliations.through.objects.bulk_create(
+        Authorship.affiliations.through(
+            authorship_id=authorship.pk, affiliation_id=institutes[i % len(institutes)].pk
+        )
+        for i, authorship in enumerate(authorships)
+    )
+    PaperAffiliation.objects.bulk_create(
+        PaperAffiliation(paper=paper, affiliation=institute, position=i)
+        for i, institute in enumerate(institutes)
+    )
+    return paper

@@ -5,12 +5,18 @@ table."""
 import datetime as dt
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from papers.tests.factories import AuthorshipFactory, CategoryFactory, PaperFactory
+from papers.tests.factories import (
+    AuthorshipFactory,
+    CategoryFactory,
+    PaperFactory,
+    big_collaboration_paper,
+)
 from topicsite.paginators import EstimatedCountPaginator
 
 pytestmark = pytest.mark.django_db
@@ -152,3 +158,50 @@ def test_unfiltered_lists_use_the_planner_estimate_instead_of_counting(
     assert response.context["cl"].result_count == 4  # the estimate, right after ANALYZE
     assert len(counts(filtered)) == 1  # a filter: an exact count
     assert filtered_response.context["cl"].result_count == 1
+
+
+# --- a collaboration of 5,000 authors ---------------------------------------------------------
+
+
+def change_form_data(response) -> dict:
+    """The POST a browser sends from an admin change page, built from its forms' values."""
+    data = {}
+    form = response.context["adminform"].form
+    for name in form.fields:
+        value = form[name].value()
+        if value is None:
+            continue
+        data[name] = [str(v) for v in value] if isinstance(value, list | tuple) else str(value)
+    for inline in response.context["inline_admin_formsets"]:
+        formset = inline.formset
+        for name in formset.management_form.fields:
+            data[formset.management_form.add_prefix(name)] = formset.management_form[name].value()
+        for inline_form in formset.forms:
+            for name in inline_form.fields:
+                value = inline_form[name].value()
+                if value is not None:
+                    data[inline_form.add_prefix(name)] = str(value)
+    return data
+
+
+def test_a_paper_of_5000_authors_opens_fast_and_saves(admin_client, django_assert_max_num_queries):
+    paper = big_collaboration_paper(authors=5000, title="ATLAS collaboration results")
+    url = reverse("admin:papers_paper_change", args=[paper.pk])
+    with django_assert_max_num_queries(40):
+        response = admin_client.get(url)
+    assert response.status_code == 200
+    assert len(response.content) < 150_000
+    page = response.content.decode()
+    assert "Collaborator" in page and "The first 20 of 5000 authors" in page
+    assert paper.get_absolute_url() in page
+
+    data = change_form_data(response)
+    # Django refuses a POST of more fields than this (a 400): the form must stay below it.
+    assert len(data) < settings.DATA_UPLOAD_MAX_NUMBER_FIELDS / 10
+    data["title"] = "ATLAS collaboration results, corrected"
+    with django_assert_max_num_queries(60):
+        saved = admin_client.post(url, data)
+    assert saved.status_code == 302, saved.content[:2000]
+    paper.refresh_from_db()
+    assert paper.title == "ATLAS collaboration results, corrected"
+    assert paper.authorships.count() == 5000

@@ -17,7 +17,9 @@ from papers.tests.factories import (
     CategoryFactory,
     PaperAffiliationFactory,
     PaperFactory,
+    big_collaboration_paper,
 )
+from papers.views import AFFILIATIONS_SHOWN, AUTHORS_PER_PAGE
 
 pytestmark = pytest.mark.django_db
 
@@ -238,3 +240,26 @@ def test_query_count_does_not_grow_with_authors(client):
         return len(ctx.captured_queries)
 
     assert queries("2409.00001", 2) == queries("2409.00002", 40)
+
+
+def test_a_paper_of_5000_authors_pages_its_authors(client, django_assert_max_num_queries):
+    paper = big_collaboration_paper(authors=5000)
+    url = reverse("papers:detail", kwargs={"arxiv_id": paper.arxiv_id})
+    with django_assert_max_num_queries(15):
+        response = client.get(url)
+    assert response.status_code == 200
+    assert len(response.content) < 60_000
+    text = text_of(response.content.decode())
+    assert text.count("Collaborator ") == AUTHORS_PER_PAGE
+    assert f"5000 authors; 1–{AUTHORS_PER_PAGE} listed here." in text
+    assert f"The first {AFFILIATIONS_SHOWN} of 60 affiliations." in text
+    assert 'href="?authors=2"' in response.content.decode()
+
+    with django_assert_max_num_queries(15):
+        last = client.get(url, {"authors": "50"})
+    text = text_of(last.content.decode())
+    assert f"Collaborator {paper.pk}-04999" in text
+    assert f"Collaborator {paper.pk}-04899" not in text
+    assert "4901–5000 listed here" in text
+    # Not a page number: the first page, not an error.
+    assert client.get(url, {"authors": "x"}).status_code == 200

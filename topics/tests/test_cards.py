@@ -8,7 +8,7 @@ from papers.tests.factories import AuthorshipFactory, PaperFactory
 from topics import cards
 from topics.models import Assignment
 from topics.tests.conftest import DAY, paper_in
-from topics.tests.factories import TopicFactory
+from topics.tests.factories import AssignmentFactory, TopicFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +67,34 @@ def test_the_portable_card_rows_equal_the_one_query_rows(papers_tree):
 
     assert portable == one_query
     assert any(row[-3] for row in portable) and any(row[-1] for row in portable)
+
+
+def test_clip_text_keeps_short_text_and_cuts_long_text_at_a_space():
+    assert cards.clip_text("short", 10) == ("short", False)
+    assert cards.clip_text("a" * 10, 10) == ("a" * 10, False)
+    assert cards.clip_text("a" * 11, 10) == ("a" * 10 + "…", True)
+    assert cards.clip_text("words " * 5, 20) == ("words words words…", True)
+
+
+def test_an_oversized_title_and_abstract_are_clipped_on_cards_and_the_topic_page(client):
+    topic = TopicFactory(slug="huge")
+    long_title = PaperFactory(title="T" + " title" * 200_000)  # 1.2 MB
+    long_abstract = PaperFactory(abstract="word " * 800_000)  # 4 MB
+    for paper in (long_title, long_abstract):
+        AssignmentFactory(paper=paper, topic=topic)
+
+    by_pk = {c.pk: c for c in cards.paper_cards(paper_ids=[long_title.pk, long_abstract.pk])}
+    title_card, abstract_card = by_pk[long_title.pk], by_pk[long_abstract.pk]
+    assert title_card.title_clipped and not title_card.abstract_clipped
+    assert len(title_card.title) <= cards.CARD_TITLE_CHARS + 1
+    assert title_card.title.endswith("…")
+    assert abstract_card.abstract_clipped and not abstract_card.title_clipped
+    assert len(abstract_card.abstract) <= cards.CARD_ABSTRACT_CHARS + 1
+    assert cards.card_rows_portable([long_title.pk]) == cards.card_rows_postgresql([long_title.pk])
+
+    response = client.get(topic.get_absolute_url())
+    assert response.status_code == 200
+    assert len(response.content) < 100_000
+    page = response.content.decode()
+    assert "The whole abstract on the paper's page" in page
+    assert long_abstract.get_absolute_url() in page

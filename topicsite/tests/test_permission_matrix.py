@@ -104,8 +104,6 @@ SLUG = {"slug": "matrix-topic"}
 READ = every(200)
 NOT_ALLOWED = every(405)
 WRITE_REFUSED = {**every(405), "anonymous": 401}
-# The assignment endpoints refuse any action they do not offer as a permission matter.
-NOT_CURATED = curators(403)
 
 # Every named route outside the admin's per-model pages (those are ADMIN_MODELS below).
 ROUTES: dict[str, Route] = {
@@ -204,6 +202,7 @@ ROUTES: dict[str, Route] = {
     "api:paper-list": api(READ),
     "api:paper-detail": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:paper-bibtex": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
+    "api:paper-authors": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:topic-list": api(READ),
     "api:topic-detail": api(READ, kwargs=lambda w: SLUG),
     "api:topic-papers": api(READ, kwargs=lambda w: SLUG),
@@ -232,36 +231,23 @@ ROUTES: dict[str, Route] = {
         delete=signed_in(404, anonymous=401),
         kwargs=lambda w: {"pk": w["owner_follow"].pk},
     ),
-    # curators' assignments
+    # curators' assignments; a method an endpoint does not offer is a 405 for anyone signed in
     "api:assignment-list": api(
         curators(200),
         post=curators(400),
-        put=NOT_CURATED,
-        patch=NOT_CURATED,
-        delete=NOT_CURATED,
     ),
     "api:assignment-detail": api(
         curators(200),
-        post=NOT_CURATED,
-        put=NOT_CURATED,
-        patch=NOT_CURATED,
-        delete=NOT_CURATED,
         kwargs=lambda w: {"pk": w["assignment"].pk},
     ),
     "api:assignment-accept": api(
-        NOT_CURATED,
+        WRITE_REFUSED,
         post=curators(200),
-        put=NOT_CURATED,
-        patch=NOT_CURATED,
-        delete=NOT_CURATED,
         kwargs=lambda w: {"pk": w["assignment"].pk},
     ),
     "api:assignment-reject": api(
-        NOT_CURATED,
+        WRITE_REFUSED,
         post=curators(200),
-        put=NOT_CURATED,
-        patch=NOT_CURATED,
-        delete=NOT_CURATED,
         kwargs=lambda w: {"pk": w["assignment"].pk},
     ),
     # the HTML page for API tokens

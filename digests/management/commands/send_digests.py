@@ -1,9 +1,13 @@
-"""``manage.py send_digests``: run the hourly digest sweep now (what beat runs every hour)."""
+"""``manage.py send_digests``: run the hourly digest sweep now (what beat runs every hour).
+
+Exits non-zero, in one line, when Redis (the cache holding the sweep's lock, and the broker
+the emails are queued on) cannot be reached."""
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from digests.tasks import digests_send_due
+from digests.tasks import SweepLockUnavailable, digests_send_due
+from topicsite.publish import BROKER_ERRORS, broker_unreachable
 
 
 class Command(BaseCommand):
@@ -13,7 +17,17 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options):
-        queued = digests_send_due()
+        try:
+            queued = digests_send_due()
+        except SweepLockUnavailable as error:
+            raise CommandError(str(error)) from None
+        except BROKER_ERRORS as error:
+            raise CommandError(
+                broker_unreachable(
+                    error,
+                    "Some digests may not be queued; the next sweep queues what is still due.",
+                )
+            ) from None
         if queued is None:
             self.stdout.write("Another digest sweep is running; nothing done.")
             return

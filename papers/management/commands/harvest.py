@@ -6,7 +6,9 @@ Celery is eager, the embedded default; queued for a worker otherwise) unless ``-
 the service here. Exits non-zero when the run failed (naming it and how to resume it), when it
 ended incomplete (arXiv did not deliver all it was asked for: each gap printed with its query
 and offset), or when records were rejected or asked-for ids not delivered, printing each with
-its source and record.
+its source and record. A harvest queued for a worker is reported by the worker (its harvest
+run in the admin): the command says so, and exits 0 once the task is queued. A broker (Redis)
+that cannot be reached is one line and a non-zero exit.
 """
 
 from pathlib import Path
@@ -22,6 +24,7 @@ from papers.records import ParseError
 from papers.sources.base import HarvestError, SourceError, identifiers_from
 from papers.sources.recorded import DEFAULT_RECORDED_DIR, ManifestError, NotRecorded
 from papers.tasks import harvest, harvest_resume
+from topicsite.publish import BROKER_ERRORS, broker_unreachable
 
 # What a harvest can fail with that an operator should read as a message, not a traceback.
 EXPECTED_FAILURES = (
@@ -111,6 +114,12 @@ class Command(BaseCommand):
             raise CommandError(_described(retry.exc)) from retry.exc
         except EXPECTED_FAILURES as error:
             raise CommandError(_described(error)) from error
+        except BROKER_ERRORS as error:
+            raise CommandError(
+                broker_unreachable(
+                    error, "Nothing was queued; start it, or harvest here with --sync."
+                )
+            ) from None
         if summary is None:
             return
 
@@ -169,7 +178,13 @@ class Command(BaseCommand):
         if not isinstance(result, EagerResult):
             # A worker runs it; results are not kept (CELERY_TASK_IGNORE_RESULT): the run is
             # listed in the admin.
-            self.stdout.write(f"Queued harvest task {result.id} ({what}).")
+            self.stdout.write(
+                f"Queued harvest task {result.id} ({what}). A worker runs it; its outcome, "
+                "rejected records included, is reported there, not here: see Papers › "
+                "Harvest runs in the admin, or the worker's log. This command's exit status "
+                "does not tell whether records were rejected; harvest with --sync to wait "
+                "and exit non-zero when they were."
+            )
             return None
         summary = result.get()
         if summary is None:

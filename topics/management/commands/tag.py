@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from papers.models import Paper
 from topics.tagging.engine import TAG_CHUNK_SIZE, papers_tag_enqueue
+from topicsite.publish import BROKER_ERRORS, broker_unreachable
 
 
 def _paper_ids(text: str) -> list[int]:
@@ -20,7 +21,8 @@ def _paper_ids(text: str) -> list[int]:
 class Command(BaseCommand):
     """Queues ``topics.tasks.tag_papers`` in chunks of 1000 paper ids through ``.delay``: on the
     embedded default the tasks run eagerly here, with a broker they go to the ``tag`` queue.
-    Raises CommandError for a malformed ``--ids`` or one naming no stored paper."""
+    Raises CommandError for a malformed ``--ids`` or one naming no stored paper, and when the
+    broker (Redis) cannot be reached, in one line."""
 
     help = "Queue rule tagging for every paper (--all) or for the given paper ids (--ids 1,2,3)."
 
@@ -42,7 +44,16 @@ class Command(BaseCommand):
             missing = sorted(set(asked) - set(paper_ids))
             if missing:
                 raise CommandError(f"--ids: no paper with id {', '.join(map(str, missing))}.")
-        result = papers_tag_enqueue(paper_ids=paper_ids)
+        try:
+            result = papers_tag_enqueue(paper_ids=paper_ids)
+        except BROKER_ERRORS as error:
+            raise CommandError(
+                broker_unreachable(
+                    error,
+                    "Some papers may not be queued: run this command again once it is back "
+                    "(tagging a paper twice changes nothing).",
+                )
+            ) from None
         # Without a broker (the embedded default) the chunks ran right here, in this process.
         verb = "Tagged" if settings.CELERY_TASK_ALWAYS_EAGER else "Queued tagging of"
         self.stdout.write(
