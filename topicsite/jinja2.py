@@ -16,6 +16,8 @@ from django.utils.text import Truncator
 from jinja2 import Environment
 from markupsafe import Markup
 
+from .bidi import isolate
+
 
 def short_date(value: dt.date) -> str:
     """``Nov 3, 2026``: as Django's ``date:"M j, Y"`` in English, without its format lookups."""
@@ -45,6 +47,11 @@ def environment(**options) -> Environment:
     env = Environment(**options)
     env.globals.update({"static": static, "url": url})
     env.filters.update(
-        {"short_date": short_date, "truncatewords": truncatewords, "linebreaks": linebreaks}
+        {
+            "short_date": short_date,
+            "truncatewords": truncatewords,
+            "linebreaks": linebreaks,
+            "isolate": isolate,
+        }
     )
     return env

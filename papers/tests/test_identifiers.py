@@ -90,7 +90,7 @@ def test_non_ascii_digits_are_not_an_arxiv_identifier(text):
         parse_arxiv_id(text)
 
 
-# Every spelling a person pastes or a file holds (issue 14, item 3). Each names the paper it
+# Every spelling a person pastes or a file holds. Each names the paper it
 # should: (text, canonical id, version).
 PASTED_SPELLINGS = [
     # the arXiv: prefix, any case, with or without a space after the colon

@@ -78,7 +78,7 @@ def admin_listed(client, **params) -> set[str]:
     return {paper.arxiv_id for paper in response.context["cl"].result_list}
 
 
-# --- item 2: an unknown version is unknown, and older metadata never replaces newer ----------
+# --- an unknown version is unknown, and older metadata never replaces newer ------------------
 
 
 def test_oai_arxiv_and_oai_dc_records_store_an_unknown_version():
@@ -152,7 +152,7 @@ def test_known_versions_still_order_reports_and_fill_an_unknown_one():
     assert (paper.latest_version, paper.title) == (record.latest_version, record.title)
 
 
-# --- item 6: several DOIs in one field -----------------------------------------------------
+# --- several DOIs in one field ---------------------------------------------------------------
 
 
 def test_several_dois_in_one_field_are_split_stored_and_each_linked(client, api_client):
@@ -187,7 +187,7 @@ def test_a_doi_field_that_holds_no_doi_is_kept_as_text_and_not_linked(client):
     assert "not a DOI; see journal" in page and "doi.org" not in page
 
 
-# --- item 7: repaired double-encoded text is recorded --------------------------------------
+# --- repaired double-encoded text is recorded ------------------------------------------------
 
 
 def test_repaired_author_keeps_its_raw_string_and_flags_the_paper(admin_client):
@@ -229,7 +229,7 @@ def test_correct_unicode_and_tex_are_not_repairs():
     assert not Paper.objects.filter(text_repaired=True).exists()
 
 
-# --- item 8: an entry without a title is stored, flagged -----------------------------------
+# --- an entry without a title is stored, flagged ---------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -269,7 +269,7 @@ def test_a_snapshot_line_without_a_title_is_stored_and_a_later_title_clears_the_
     assert paper.title.startswith("Calculation of prompt diphoton production")
 
 
-# --- item 10: duplicates, control characters, limits, messages, names ----------------------
+# --- duplicates, control characters, limits, messages, names ---------------------------------
 
 
 def page_with_a_repeated_record(directory) -> None:

@@ -143,7 +143,7 @@ def test_old_style_identifier_with_a_slash(client):
         ("arXiv:0801.3674", "/papers/0801.3674/"),
         ("hep-th/9901001v3", "/papers/hep-th/9901001/"),
         ("math.GT/0309136", "/papers/math/0309136/"),
-        # Pasted spellings (issue 14): URLs, the arXiv DOI, the PDF stamp, percent-encoded
+        # Pasted spellings: URLs, the arXiv DOI, the PDF stamp, percent-encoded
         # as a browser sends them.
         ("ARXIV:0801.3674", "/papers/0801.3674/"),
         ("https://arxiv.org/abs/0801.3674v2", "/papers/0801.3674/"),
