@@ -125,12 +125,26 @@ def search_create(request):
     errors next to their fields, the query's with the reason and position."""
     form = SavedSearchForm(request.POST)
     if form.is_valid():
+        followed = set(
+            Follow.objects.filter(user=request.user, kind=Follow.Kind.SEARCH).values_list(
+                "pk", flat=True
+            )
+        )
         try:
             follow = follow_search_create(user=request.user, **form.cleaned_data)
         except ValidationError as error:
             form.add_error(None, error)
         else:
-            messages.success(request, f"You now follow the search {follow.label}.")
+            if follow.pk in followed:
+                # The service keeps an existing follow as it is: say so rather than claim a
+                # change of limits or frequency that did not happen.
+                messages.info(
+                    request,
+                    f"You already follow the search {follow.label}; its limits and digest "
+                    "frequency stay as they were. Unfollow it first to follow it with others.",
+                )
+            else:
+                messages.success(request, f"You now follow the search {follow.label}.")
             return redirect("follows:list")
     return _render_list(request, search_form=form, status=400)
 

@@ -57,13 +57,17 @@ def paper_detail(request, arxiv_id):
 
     Any other spelling ``parse_arxiv_id`` accepts (``0801.3674v2``, ``arXiv:0801.3674``, an
     abs/pdf/html URL, the arXiv DOI, a PDF stamp) redirects permanently (301) to the canonical
-    page of a stored paper. 404 for text that is no identifier or a paper not stored.
+    page of a stored paper, whatever the version asked for (the stored metadata may lag
+    arXiv's newest version, so a reader is better served by the paper than by a 404). 404,
+    saying which, for text that is no identifier (naming it) or a paper not stored.
     """
     try:
         canonical, _version = parse_arxiv_id(arxiv_id)
-    except InvalidArxivId:
-        raise Http404("No such arXiv identifier.") from None
-    paper = get_object_or_404(_detail_queryset(), arxiv_id=canonical)
+    except InvalidArxivId as error:
+        raise Http404(str(error)) from None
+    paper = _detail_queryset().filter(arxiv_id=canonical).first()
+    if paper is None:
+        raise Http404(f"No paper {canonical} is stored here (yet).")
     if arxiv_id != canonical:
         return redirect(paper, permanent=True)
     return _render_detail(request, paper)

@@ -92,6 +92,24 @@ def test_a_saved_search_is_added_from_the_page(signed_in, reader, taxonomy, cate
     assert "You now follow the search “&quot;tool use&quot; OR agent*”." in page
 
 
+def test_following_a_followed_search_again_says_nothing_changed(
+    signed_in, reader, taxonomy, categories
+):
+    search = {"query": "memory", "topics": "agents", "digest_frequency": "daily"}
+    signed_in.post("/follows/searches/", search)
+    signed_in.get(LIST)  # the first message is read
+
+    response = signed_in.post("/follows/searches/", {**search, "topics": "", "categories": "cs.CL"})
+
+    assert response.status_code == 302
+    page = signed_in.get(LIST).content.decode()
+    assert "You now follow" not in page
+    assert "You already follow the search “memory”" in page
+    follow = Follow.objects.get(user=reader)
+    assert {t.slug for t in follow.topic_scope.all()} == {"agents"}
+    assert not follow.category_scope.exists()
+
+
 def test_a_query_that_does_not_parse_is_shown_next_to_the_field(signed_in, categories):
     response = signed_in.post(
         "/follows/searches/",

@@ -191,6 +191,28 @@ def test_unknown_or_invalid_identifier_is_404(client, requested):
     assert client.get(f"/papers/{requested}/").status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("requested", "said"),
+    [
+        ("garbage", "not an arXiv identifier: &#x27;garbage&#x27;"),
+        ("%3Cscript%3E", "not an arXiv identifier: &#x27;&lt;script&gt;&#x27;"),
+        ("2409.99999", "No paper 2409.99999 is stored here (yet)."),
+    ],
+)
+def test_the_404_page_says_what_was_wrong_escaped(client, requested, said):
+    response = client.get(f"/papers/{requested}/")
+
+    assert response.status_code == 404
+    page = response.content.decode()
+    assert said in page
+    assert "<script>" not in page
+
+
+def test_a_404_without_a_reason_names_no_exception_class(client):
+    page = client.get("/no/such/address/").content.decode()
+    assert "Not found" in page and "Resolver404" not in page and "Http404" not in page
+
+
 def test_local_page_for_a_paper_without_an_arxiv_identifier(client):
     paper = PaperFactory(arxiv_id=None, import_key="seed:anthrodial", title="Imported paper")
 
