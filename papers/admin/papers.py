@@ -152,9 +152,10 @@ class PaperAdmin(ArxivIdSearchMixin, admin.ModelAdmin):
 
     @admin.display(description="authors")
     def authors(self, paper):
-        """The first :data:`ADMIN_AUTHORS_SHOWN` authors in order (with the name as received
-        where ingestion repaired it), how many there are in all, and a link to the paper's
-        page, which pages through every author."""
+        """The first :data:`ADMIN_AUTHORS_SHOWN` authors in order, how many there are in all
+        with a link to the paper's page (which pages through every author), and every author
+        whose name ingestion repaired, with the name as received (at most
+        :data:`ADMIN_AUTHORS_SHOWN` of those too)."""
         if paper.pk is None:
             return "—"
         authorships = Authorship.objects.filter(paper=paper).select_related("author")
@@ -162,31 +163,30 @@ class PaperAdmin(ArxivIdSearchMixin, admin.ModelAdmin):
         if not shown:
             return "No authors recorded."
         listed = format_html_join(
-            "",
-            "<li>{}{}</li>",
-            (
-                (
-                    authorship.author.name,
-                    format_html(" (as received: {})", authorship.name_raw)
-                    if authorship.name_raw
-                    else "",
-                )
-                for authorship in shown
-            ),
+            "", "<li>{}</li>", ((authorship.author.name,) for authorship in shown)
         )
         total = len(shown)
         if total == ADMIN_AUTHORS_SHOWN:
             total = authorships.count()
         if total == len(shown):
-            return format_html("<ol>{}</ol>", listed)
-        return format_html(
-            '<ol>{}</ol><p>The first {} of {} authors; <a href="{}">all of them</a> on the '
-            "paper's page.</p>",
-            listed,
-            len(shown),
-            total,
-            paper.get_absolute_url(),
-        )
+            html = format_html("<ol>{}</ol>", listed)
+        else:
+            html = format_html(
+                '<ol>{}</ol><p>The first {} of {} authors; <a href="{}">all of them</a> on the '
+                "paper's page.</p>",
+                listed,
+                len(shown),
+                total,
+                paper.get_absolute_url(),
+            )
+        repaired = authorships.exclude(name_raw="").order_by("position")[:ADMIN_AUTHORS_SHOWN]
+        rows = [(a.position + 1, a.author.name, a.name_raw) for a in repaired]
+        if rows:
+            html += format_html(
+                "<p>Names repaired on ingestion (as received):</p><ul>{}</ul>",
+                format_html_join("", "<li>{}. {} (as received: {})</li>", rows),
+            )
+        return html
 
 
 @admin.register(Category)
