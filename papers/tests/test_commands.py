@@ -297,6 +297,27 @@ def test_harvest_refuses_text_that_is_no_arxiv_id_naming_it(server, settings, ar
     assert HarvestRun.objects.count() == 0 and server.requests == []
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--oai", "--identifiers", ""],
+        ["--oai", "--identifiers", " , ,"],
+        ["--atom", "--id-list", ","],
+    ],
+    ids=["oai-empty", "oai-commas", "atom-commas"],
+)
+def test_harvest_refuses_an_id_option_that_names_no_id(server, settings, args):
+    """An empty ``--identifiers`` is a mistake, not a request for the whole repository: it
+    used to be dropped, so the command started a full ListRecords harvest of every set."""
+    settings.ARXIV_OAI_BASE_URL = settings.ARXIV_API_BASE_URL = server.url
+
+    for sync in ([], ["--sync"]):
+        with pytest.raises(CommandError, match=f"{args[1]}: no arXiv identifier given"):
+            run("harvest", *args, *sync)
+
+    assert HarvestRun.objects.count() == 0 and server.requests == []
+
+
 def test_harvest_atom_needs_ids_or_query():
     with pytest.raises(CommandError, match="--id-list or --query"):
         run("harvest", "--atom")

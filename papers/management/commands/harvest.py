@@ -222,15 +222,20 @@ class Command(BaseCommand):
 
 def _ids(option: str, text: str | None, normalised) -> list[str] | None:
     """The ids of ``option``'s comma-separated ``text`` through ``normalised`` (one of
-    ``papers.identifiers``), each once, in order; ``None`` without text. Checked here, before
-    a task is queued, so a worker never receives a harvest that cannot start. Raises
-    ``CommandError`` naming the option and the first text that is no arXiv identifier."""
-    if not text:
+    ``papers.identifiers``), each once, in order; ``None`` when the option was not given.
+    Checked here, before a task is queued, so a worker never receives a harvest that cannot
+    start. Raises ``CommandError`` naming the option and the first text that is no arXiv
+    identifier, or saying it names none (``--identifiers ""`` or ``,``: dropped, it would
+    turn a harvest of a few records into one of the whole repository)."""
+    if text is None:
         return None
     try:
-        return list(dict.fromkeys(normalised(part) for part in identifiers_from(text)))
+        ids = list(dict.fromkeys(normalised(part) for part in identifiers_from(text)))
     except InvalidArxivId as error:
         raise CommandError(f"{option}: {error}") from None
+    if not ids:
+        raise CommandError(f"{option}: no arXiv identifier given ({text!r})")
+    return ids
 
 
 def _described(error: BaseException) -> str:
