@@ -5,6 +5,8 @@ nothing of topics: the template lists them with the ``paper_topics`` tag of ``to
 (``topics/templatetags/topics_tags.py``), the accepted active topics as links.
 """
 
+from urllib.parse import urlencode
+
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -69,8 +71,18 @@ def paper_detail(request, arxiv_id):
     if paper is None:
         raise Http404(f"No paper {canonical} is stored here (yet).")
     if arxiv_id != canonical:
-        return redirect(paper, permanent=True)
+        return _redirect_keeping_authors_page(request, paper)
     return _render_detail(request, paper)
+
+
+def _redirect_keeping_authors_page(request, paper):
+    """301 to ``paper``'s canonical page, keeping the ``?authors=N`` page asked for (and no
+    other parameter: a pasted URL's own query string, ``?context=cs``, means nothing here)."""
+    response = redirect(paper, permanent=True)
+    page = request.GET.get("authors")
+    if page:
+        response["Location"] += "?" + urlencode({"authors": page})
+    return response
 
 
 @require_safe
@@ -80,5 +92,5 @@ def paper_detail_local(request, pk):
     arXiv); a paper that has one redirects permanently to its canonical page."""
     paper = get_object_or_404(_detail_queryset(), pk=pk)
     if paper.arxiv_id:
-        return redirect(paper, permanent=True)
+        return _redirect_keeping_authors_page(request, paper)
     return _render_detail(request, paper)

@@ -264,6 +264,21 @@ def test_query_count_does_not_grow_with_authors(client):
     assert queries("2409.00001", 2) == queries("2409.00002", 40)
 
 
+def test_another_spelling_redirects_to_the_same_page_of_authors(client):
+    """``?authors=N`` on another spelling (or the local address) of a paper lands on that page
+    of its authors, not the first: the redirect used to drop the query string."""
+    paper = big_collaboration_paper(authors=250)
+    canonical = reverse("papers:detail", kwargs={"arxiv_id": paper.arxiv_id})
+
+    for spelling in (f"{paper.arxiv_id}v1", f"arXiv:{paper.arxiv_id}"):
+        response = client.get(f"/papers/{spelling}/", {"authors": "3", "context": "cs"})
+        assert response.status_code == 301
+        assert response["Location"] == f"{canonical}?authors=3"
+    response = client.get(f"/papers/local/{paper.pk}/", {"authors": "2"})
+    assert response["Location"] == f"{canonical}?authors=2"
+    assert client.get(f"/papers/{paper.arxiv_id}v1/")["Location"] == canonical
+
+
 def test_a_paper_of_5000_authors_pages_its_authors(client, django_assert_max_num_queries):
     paper = big_collaboration_paper(authors=5000)
     url = reverse("papers:detail", kwargs={"arxiv_id": paper.arxiv_id})
