@@ -140,6 +140,33 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def gunicorn_start(*, env: dict[str, str], workers: int, first_path: str):
+    """Start ``gunicorn topicsite.wsgi`` with ``workers`` on a free loopback port in its own
+    session (so a drill can signal the whole group), wait until ``first_path`` answers (30 s at
+    most), and return ``(process, base_url)``. Raises ``SystemExit`` when it never answers."""
+    import http.client
+    import urllib.request
+
+    port = free_port()
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "topicsite.wsgi", "--workers"]
+        + [str(workers), "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(base + first_path, timeout=30)
+            return process, base
+        except (OSError, http.client.HTTPException):
+            time.sleep(0.1)
+    raise SystemExit("gunicorn did not answer")
+
+
 def wait_until(condition, what: str, seconds: float = 90, worker: Worker | None = None) -> float:
     """Poll ``condition`` every 0.1 s; return the seconds waited, or raise AssertionError naming
     ``what`` (with the end of the worker's log) after ``seconds``."""

@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from drills.common import ROOT, database_url, django_setup, free_port, report  # noqa: E402
+from drills.common import database_url, django_setup, free_port, gunicorn_start, report  # noqa: E402
 
 BREAKER_SECONDS = 2
 PHASES = ("up", "hung", "resumed", "down")
@@ -125,25 +125,7 @@ def main() -> int:
             # The load comes from one address: the API's per-address limit must not answer it.
             "API_THROTTLE_ANON": "1000000/min",
         }
-        port = free_port()
-        gunicorn = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "topicsite.wsgi", "--workers"]
-            + [str(args.workers), "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(base + paths[0], timeout=30)
-                break
-            except (OSError, http.client.HTTPException):
-                time.sleep(0.1)
-        else:
-            raise SystemExit("gunicorn did not answer")
+        gunicorn, base = gunicorn_start(env=env, workers=args.workers, first_path=paths[0])
 
         # (phase, seconds into the phase, request seconds, outcome, X-Page-Cache)
         results: list[tuple[str, float, float, str, str]] = []

@@ -33,17 +33,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from drills.common import ROOT, free_port, gunicorn_start  # noqa: E402
+
 PG_BIN = Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))
 URLS = ["/api/v1/papers/", "/api/v1/topics/"]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Cluster:
@@ -134,25 +129,7 @@ def main() -> int:
             cwd=ROOT, env=env, check=True,
         )  # fmt: skip
         migrate_seconds = time.monotonic() - started
-        port = free_port()
-        gunicorn = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "topicsite.wsgi", "--workers"]
-            + [str(args.workers), "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(base + URLS[0], timeout=30)
-                break
-            except (OSError, http.client.HTTPException):
-                time.sleep(0.1)
-        else:
-            raise SystemExit("gunicorn did not answer")
+        gunicorn, base = gunicorn_start(env=env, workers=args.workers, first_path=URLS[0])
         pids_before = gunicorn_pids(gunicorn.pid)
 
         results: list[tuple[float, bool]] = []

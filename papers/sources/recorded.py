@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from .atom import AtomApiSource
 from .base import Source
 from .oai import OaiPmhSource
@@ -276,15 +274,9 @@ class RecordedTransport(RetryingTransport):
         sleep: Callable[[float], None] = time.sleep,
     ):
         super().__init__(
-            retries=retries if retries is not None else settings.ARXIV_HTTP_RETRIES,
-            backoff_factor=(
-                backoff_factor
-                if backoff_factor is not None
-                else settings.ARXIV_HTTP_BACKOFF_SECONDS
-            ),
-            retry_after_max=(
-                retry_after_max if retry_after_max is not None else settings.ARXIV_RETRY_AFTER_MAX
-            ),
+            retries=retries,
+            backoff_factor=backoff_factor,
+            retry_after_max=retry_after_max,
             sleep=sleep,
         )
         self.directory = Path(directory).resolve()

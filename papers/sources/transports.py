@@ -150,12 +150,20 @@ class RetryingTransport:
     def __init__(
         self,
         *,
-        retries: int,
-        backoff_factor: float,
-        retry_after_max: float,
+        retries: int | None = None,
+        backoff_factor: float | None = None,
+        retry_after_max: float | None = None,
         limiter: RequestLimiter | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ):
+        # None: the settings (ARXIV_HTTP_RETRIES, ARXIV_HTTP_BACKOFF_SECONDS,
+        # ARXIV_RETRY_AFTER_MAX), so HTTP and recorded replays retry alike.
+        if retries is None:
+            retries = settings.ARXIV_HTTP_RETRIES
+        if backoff_factor is None:
+            backoff_factor = settings.ARXIV_HTTP_BACKOFF_SECONDS
+        if retry_after_max is None:
+            retry_after_max = settings.ARXIV_RETRY_AFTER_MAX
         if retries < 0:
             raise ValueError(f"retries must be >= 0, not {retries}")
         self.retries = retries
@@ -259,15 +267,9 @@ class HttpTransport(RetryingTransport):
         sleep: Callable[[float], None] = time.sleep,
     ):
         super().__init__(
-            retries=retries if retries is not None else settings.ARXIV_HTTP_RETRIES,
-            backoff_factor=(
-                backoff_factor
-                if backoff_factor is not None
-                else settings.ARXIV_HTTP_BACKOFF_SECONDS
-            ),
-            retry_after_max=(
-                retry_after_max if retry_after_max is not None else settings.ARXIV_RETRY_AFTER_MAX
-            ),
+            retries=retries,
+            backoff_factor=backoff_factor,
+            retry_after_max=retry_after_max,
             limiter=limiter if limiter is not None else RequestLimiter(),
             sleep=sleep,
         )
