@@ -1,4 +1,4 @@
-"""Issue 14: ingestion that loses or corrupts nothing quietly, on real (or minimally edited real)
+"""Ingestion that loses or corrupts nothing quietly, on real (or minimally edited real)
 arXiv responses: unknown versions stay unknown and never let older metadata replace newer,
 several DOIs in one field, repaired double-encoded text and missing titles flagged for
 curators, duplicates counted, control characters and over-long text refused by name and field,
