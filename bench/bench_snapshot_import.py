@@ -88,7 +88,8 @@ TABLES = (
 )
 RESULT_LINE = re.compile(
     r"(?P<lines>\d+) lines: (?P<created>\d+) created, (?P<updated>\d+) updated, "
-    r"(?P<unchanged>\d+) unchanged, (?P<rejected>\d+) rejected in (?P<seconds>[\d.]+) s"
+    r"(?P<unchanged>\d+) unchanged, (?P<rejected>\d+) rejected"
+    r"(?:, (?P<duplicates>\d+) duplicates)? in (?P<seconds>[\d.]+) s"
 )
 
 
@@ -217,12 +218,13 @@ def run_import(url: str, path: Path, batch_size: int) -> dict:
     match = RESULT_LINE.search(text)
     if not match:
         raise SystemExit(f"unexpected output from import_snapshot:\n{text}")
-    figures = {name: float(value) for name, value in match.groupdict().items()}
+    figures = {name: float(value or 0) for name, value in match.groupdict().items()}
     papers = figures["created"] + figures["updated"] + figures["unchanged"]
     return {
         **figures,
         "papers": papers,
-        "rate": papers / figures["seconds"],
+        # The command prints its time to 0.1 s: a tiny import can print 0.0.
+        "rate": papers / max(figures["seconds"], 0.05),
         "wall": wall,
         "wall_rate": papers / wall,
         "max_rss_mb": usage.ru_maxrss / 1024,  # Linux reports kilobytes
