@@ -410,3 +410,30 @@ class HarvestRun(TimeStampedModel):
     def is_resumable(self) -> bool:
         """Every run that has not finished can be resumed (a running one is taken over)."""
         return not self.is_finished
+
+
+class PaperEmbedding(models.Model):
+    """A paper's sentence embedding, the source of truth the nearest-neighbour index is built
+    from: one row per paper, written in one transaction with the model and the text it came from.
+
+    ``vector`` holds ``dimension`` little-endian float32 values (L2-normalised, so a dot product
+    is the cosine similarity); ``model`` names the encoder that made it (its name and variant,
+    as ``papers.embeddings.encoder.Encoder.model_id`` gives it); ``text_sha256`` is the SHA-256
+    of the exact text embedded (``papers.embeddings.encoder.paper_text``), so a paper is
+    re-embedded only when its title or abstract changed or the model did.
+    """
+
+    paper = models.OneToOneField(
+        Paper, on_delete=models.CASCADE, primary_key=True, related_name="embedding"
+    )
+    model = models.CharField(max_length=200)
+    dimension = models.PositiveSmallIntegerField()
+    text_sha256 = models.CharField(max_length=64)
+    vector = models.BinaryField()
+    embedded_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["model", "embedded_at"], name="embedding_model_time_idx")]
+
+    def __str__(self):
+        return f"{self.paper_id} ({self.model}, {self.dimension} dims)"

