@@ -25,6 +25,8 @@ def embed_papers(
     encoder: Encoder | None = None,
     batch_size: int | None = None,
     update_index: bool = True,
+    replace_other_models: bool = True,
+    limit: int | None = None,
 ) -> int:
     """Embed the papers among ``paper_ids`` whose vector is missing or stale, and return how
     many were embedded (0 when all are up to date; ids of papers that do not exist are ignored).
@@ -39,13 +41,19 @@ def embed_papers(
     that rebuilds the file at its end). After the last
     batch commits, ``papers.signals.papers_embedded`` is sent with the embedded ids.
 
+    ``replace_other_models=False`` leaves papers whose vector is of another model as they are
+    (``manage.py embed`` without ``--all``: a model change is re-embedded when asked for).
+
+    Papers are taken in the order of ``paper_ids``; with ``limit``, only the first ``limit``
+    that need it are embedded.
+
     ``encoder`` defaults to ``get_encoder()``, which raises ``EncoderUnavailable`` when the
     model files are missing. Raises ValueError when the encoder returns vectors of the wrong
     shape (nothing of that batch is written).
     """
     encoder = encoder or get_encoder()
     batch_size = batch_size or settings.EMBEDDING_BATCH_SIZE
-    ids = sorted(set(paper_ids))
+    ids = list(dict.fromkeys(paper_ids))
     if not ids:
         return 0
     current = {
@@ -54,14 +62,24 @@ def embed_papers(
             "paper_id", "model", "text_sha256"
         )
     }
+    texts = {
+        paper_id: (title, abstract)
+        for paper_id, title, abstract in Paper.objects.filter(pk__in=ids).values_list(
+            "pk", "title", "abstract"
+        )
+    }
     pending: list[tuple[int, str, str]] = []
-    for paper_id, title, abstract in Paper.objects.filter(pk__in=ids).values_list(
-        "pk", "title", "abstract"
-    ):
-        text = paper_text(title, abstract)
+    for paper_id in ids:
+        if paper_id not in texts:
+            continue
+        text = paper_text(*texts[paper_id])
         digest = text_sha256(text)
-        if current.get(paper_id) != (encoder.model_id, digest):
+        stored = current.get(paper_id)
+        if stored is not None and stored[0] != encoder.model_id and not replace_other_models:
+            continue
+        if stored != (encoder.model_id, digest):
             pending.append((paper_id, text, digest))
+    pending = pending[:limit] if limit is not None else pending
     embedded: dict[int, object] = {}
     try:
         _encode_and_store(encoder, pending, batch_size, embedded)
