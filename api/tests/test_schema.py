@@ -12,6 +12,7 @@ READ_PATHS = [
     "/api/v1/papers/",
     "/api/v1/papers/{paper_id}/",
     "/api/v1/papers/{paper_id}/bibtex/",
+    "/api/v1/papers/{paper_id}/similar/",
     "/api/v1/topics/",
     "/api/v1/topics/{slug}/",
     "/api/v1/topics/{slug}/papers/",

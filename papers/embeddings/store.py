@@ -11,6 +11,7 @@ from django.db import transaction
 
 from papers.models import Paper, PaperEmbedding
 from papers.signals import papers_embedded
+from topicsite.signals import content_changed_on_commit
 
 from .encoder import Encoder, get_encoder, paper_text, text_sha256
 from .index import index_writer
@@ -91,6 +92,8 @@ def embed_papers(
     if embedded:
         ids_embedded = list(embedded)
         transaction.on_commit(lambda: papers_embedded.send(sender=Paper, paper_ids=ids_embedded))
+        # Paper pages list similar papers: cached pages go out of date.
+        content_changed_on_commit()
     return len(embedded)
 
 
