@@ -99,3 +99,13 @@ def test_a_missing_model_is_a_clear_error(index_dir, dated_papers, monkeypatch):
 def test_bad_numbers_are_refused(value):
     with pytest.raises(CommandError, match="--limit|expected"):
         call_command("embed", "--limit", value)
+
+
+def test_skip_missing_model_is_a_warning(index_dir, dated_papers, monkeypatch):
+    def missing():
+        raise EncoderUnavailable("model files not found: /nowhere/model.safetensors")
+
+    monkeypatch.setattr("papers.management.commands.embed.get_encoder", missing)
+    output = embed("--skip-missing-model")
+    assert "Papers not embedded" in output and "/nowhere/model.safetensors" in output
+    assert PaperEmbedding.objects.count() == 0

@@ -35,7 +35,7 @@ class Command(BaseCommand):
     """Resumable: papers whose stored vector was made by the current model from the same text
     (same SHA-256) are skipped, so an interrupted run is continued by running it again.
     Raises CommandError, in one line, when the model files are missing (naming them and how to
-    install them) and for a malformed number."""
+    install them; ``--skip-missing-model`` makes that a warning) and for a malformed number."""
 
     help = (
         "Embed papers without a vector or with a changed title or abstract, newest first "
@@ -56,15 +56,30 @@ class Command(BaseCommand):
             help="Texts encoded at once (default: settings.EMBEDDING_BATCH_SIZE).",
         )
         parser.add_argument(
+            "--skip-missing-model",
+            action="store_true",
+            help="With the model files missing, print a warning and exit 0 (the demo).",
+        )
+        parser.add_argument(
             "--rebuild-index",
             action="store_true",
             help="Only rebuild the current model's index file from the vectors in PostgreSQL.",
         )
 
-    def handle(self, *args, all, limit, batch_size, rebuild_index, verbosity, **options):
+    def handle(
+        self, *args, all, limit, batch_size, skip_missing_model, rebuild_index, verbosity, **options
+    ):
         try:
             encoder = get_encoder()
         except EncoderUnavailable as missing:
+            if skip_missing_model:
+                self.stdout.write(
+                    self.style.WARNING(
+                        f"Papers not embedded (no similar papers, tagging by words only): "
+                        f"{missing} {INSTALL_HINT}"
+                    )
+                )
+                return
             raise CommandError(
                 f"The embedding model is unavailable: {missing} {INSTALL_HINT}"
             ) from None
