@@ -30,7 +30,8 @@ graph settings (``papers.embeddings.index``: M=16, efConstruction=40, ef=128, in
 product). faiss is not a dependency: ``pip install --target /tmp/faiss faiss-cpu==1.15.1``,
 then ``PYTHONPATH=/tmp/faiss``.
 Build rate, median query milliseconds (k=30: ten results and the margin ``nearest`` asks
-for), RSS delta after opening and querying, file size, recall@10.
+for), the RSS a fresh process gains opening the file and running the queries (a web
+process's cost), file size, recall@10.
 
 ``--smoke`` (what CI runs): 5,000 vectors, 50 queries, on a database of its own
 (``bench/smoke.py``, dropped at the end), then ``--compare`` at 2,000; exits non-zero when the
@@ -74,6 +75,56 @@ def rss_bytes() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+CHILD = """
+import sys, time
+import numpy as np
+sys.path.insert(0, {bench!r})
+from bench_vectors import rss_bytes
+queries = np.load({queries!r})
+{imports}
+before = rss_bytes()
+{open}
+for query in queries:
+    search(query)
+print(rss_bytes() - before)
+"""
+
+OPENERS = {
+    "usearch": (
+        "from usearch.index import Index",
+        "index = Index.restore({path!r}, view=True)\n"
+        "index.expansion_search = {ef}\n"
+        "search = lambda query: index.search(query, {asked})",
+    ),
+    "faiss": (
+        "import faiss",
+        "index = faiss.read_index({path!r})\n"
+        "index.hnsw.efSearch = {ef}\n"
+        "search = lambda query: index.search(query.reshape(1, -1), {asked})",
+    ),
+}
+
+
+def process_rss(kind: str, path: str, queries: np.ndarray, ef: int) -> float:
+    """MiB a fresh process (a web process) gains opening the index at ``path`` (``kind``:
+    usearch memory-mapped, or faiss read into memory) and searching ``queries``."""
+    import subprocess
+
+    with tempfile.NamedTemporaryFile(suffix=".npy") as handle:
+        np.save(handle.name, queries)
+        imports, opener = OPENERS[kind]
+        script = CHILD.format(
+            bench=str(ROOT / "bench"),
+            queries=handle.name,
+            imports=imports,
+            open=opener.format(path=path, ef=ef, asked=ASKED),
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        )
+    return int(result.stdout.strip().splitlines()[-1]) / 2**20
 
 
 def clustered(count: int, seed: int) -> np.ndarray:
@@ -328,7 +379,7 @@ def compare(size: int, queries: int, seed: int) -> None:
             index.save(path)
             del index
             gc.collect()
-            before = rss_bytes()
+            rss = process_rss("usearch", path, vectors[sample], EXPANSION_SEARCH)
             view = Index.restore(path, view=True)
             view.expansion_search = EXPANSION_SEARCH
 
@@ -337,7 +388,6 @@ def compare(size: int, queries: int, seed: int) -> None:
 
             ms = latency(search)
             rec = recall(search)
-            rss = (rss_bytes() - before) / 2**20
             row(f"usearch HNSW {dtype} view", rate, ms, rss, os.path.getsize(path) / 2**20, rec)
             del view
             gc.collect()
@@ -357,7 +407,7 @@ def compare(size: int, queries: int, seed: int) -> None:
         faiss.write_index(index, path)
         del index
         gc.collect()
-        before = rss_bytes()
+        rss = process_rss("faiss", path, vectors[sample], EXPANSION_SEARCH)
         index = faiss.read_index(path)
         index.hnsw.efSearch = EXPANSION_SEARCH
 
@@ -366,7 +416,6 @@ def compare(size: int, queries: int, seed: int) -> None:
 
         ms = latency(faiss_search)
         rec = recall(faiss_search)
-        rss = (rss_bytes() - before) / 2**20
         row("faiss HNSWFlat (read)", rate, ms, rss, os.path.getsize(path) / 2**20, rec)
 
 

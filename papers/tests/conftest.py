@@ -162,3 +162,15 @@ def encoder():
     from papers.embeddings.encoder import get_encoder
 
     return get_encoder()
+
+
+@pytest.fixture
+def missing_model(settings, tmp_path):
+    """``EMBEDDING_MODEL_PATH`` naming a directory that does not exist, the process's encoder
+    forgotten before and after (``reset_encoder``); returns the path."""
+    from papers.embeddings.encoder import reset_encoder
+
+    settings.EMBEDDING_MODEL_PATH = str(tmp_path / "no-model-here")
+    reset_encoder()
+    yield settings.EMBEDDING_MODEL_PATH
+    reset_encoder()

@@ -56,3 +56,13 @@ def test_a_stopped_broker_is_logged_and_the_papers_stay(
     assert PaperEmbedding.objects.count() == 0
     [record] = [r for r in caplog.records if "papers.tasks.embed_papers" in r.getMessage()]
     assert "manage.py embed" in record.getMessage()
+
+
+def test_the_task_without_the_model_logs_a_warning_and_embeds_nothing(
+    index_dir, missing_model, caplog
+):
+    paper = PaperFactory()
+    with caplog.at_level(logging.WARNING, logger="papers.tasks"):
+        assert embed_papers([paper.pk]) == 0
+    assert PaperEmbedding.objects.count() == 0
+    assert any(missing_model in record.getMessage() for record in caplog.records)
