@@ -310,7 +310,7 @@ def run_shipped(options) -> bool:
         f"p95 {ranked_p95:.2f} ms"
     )
     print(
-        f"similar_papers (the paper page's call, 3 queries): median {page_median:.2f} ms, "
+        f"similar_papers (the paper page's call, 2 queries): median {page_median:.2f} ms, "
         f"p95 {page_p95:.2f} ms"
     )
     print(f"recall@{K} vs exact search (live papers): {recall:.3f}")

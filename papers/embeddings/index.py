@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Max
+from django.db.models import Count, Max, QuerySet
 from usearch.index import Index
 
 from papers.models import Paper, PaperEmbedding
@@ -310,6 +310,35 @@ def nearest(
 
     Raises ValueError when ``k`` < 1 or ``vector`` is not one-dimensional.
     """
+
+    def live_ids(ids):
+        return {
+            pk: pk for pk in Paper.objects.live().filter(pk__in=ids).values_list("pk", flat=True)
+        }
+
+    return _nearest(vector, k, exclude, model, live_ids)
+
+
+def nearest_papers(
+    vector: np.ndarray,
+    k: int,
+    *,
+    exclude: Iterable[int] = (),
+    model: str | None = None,
+    papers: QuerySet[Paper] | None = None,
+) -> list[tuple[Paper, float]]:
+    """As :func:`nearest`, with the papers themselves: ``[(Paper, cosine similarity)]``, best
+    first, each loaded from ``papers`` (default ``Paper.objects.all()``; pass one with the
+    ``select_related`` the caller shows). Loading the papers is the liveness check, so this
+    costs the queries of :func:`nearest` and no more. Raises ValueError as it does."""
+    papers = Paper.objects.all() if papers is None else papers
+    return _nearest(vector, k, exclude, model, lambda ids: papers.live().in_bulk(ids))
+
+
+def _nearest(vector, k, exclude, model, fetch) -> list:
+    """The ``k`` best of the index's candidates that ``fetch`` (ids -> ``{id: item}`` of the
+    live ones, one query) returns, as ``[(item, score)]``; asks the index for more while too
+    many candidates are not live."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     vector = np.ascontiguousarray(vector, dtype=np.float32)
@@ -328,12 +357,8 @@ def nearest(
         else:
             candidates = _exact_candidates(vector, count, model)
         candidates = [(pid, score) for pid, score in candidates if pid not in excluded]
-        live = set(
-            Paper.objects.live()
-            .filter(pk__in=[pid for pid, _ in candidates])
-            .values_list("pk", flat=True)
-        )
-        found = [(pid, score) for pid, score in candidates if pid in live][:k]
+        live = fetch([pid for pid, _ in candidates])
+        found = [(live[pid], score) for pid, score in candidates if pid in live][:k]
         exhausted = total is not None and count >= total
         if len(found) == k or exhausted or len(candidates) + len(excluded) < count:
             return found

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from papers.models import Paper, PaperEmbedding
 
-from .index import nearest
+from .index import nearest, nearest_papers
 from .vectors import vector_from_bytes
 
 SIMILAR_COUNT = 10
+
+
+def _own_vector(paper_id: int) -> tuple[str, np.ndarray] | None:
+    row = PaperEmbedding.objects.filter(paper_id=paper_id).values_list("model", "vector").first()
+    return None if row is None else (row[0], vector_from_bytes(row[1]))
 
 
 def similar_ranked(paper_id: int, k: int = SIMILAR_COUNT) -> list[tuple[int, float]]:
@@ -18,18 +25,27 @@ def similar_ranked(paper_id: int, k: int = SIMILAR_COUNT) -> list[tuple[int, flo
     (``papers.embeddings.index.nearest``). Raises ValueError when ``k`` < 1."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    row = PaperEmbedding.objects.filter(paper_id=paper_id).values_list("model", "vector").first()
-    if row is None:
+    own = _own_vector(paper_id)
+    if own is None:
         return []
-    model, data = row
-    return nearest(vector_from_bytes(data), k, exclude=[paper_id], model=model)
+    model, vector = own
+    return nearest(vector, k, exclude=[paper_id], model=model)
 
 
 def similar_papers(paper: Paper, k: int = SIMILAR_COUNT) -> list[tuple[Paper, float]]:
     """``[(Paper, cosine similarity)]``, best first, as :func:`similar_ranked`, each paper
-    with its primary category loaded: one query more, whatever ``k``."""
-    ranked = similar_ranked(paper.pk, k)
-    if not ranked:
+    with its primary category loaded, in the same two queries (four without an index file).
+    Raises ValueError when ``k`` < 1."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    own = _own_vector(paper.pk)
+    if own is None:
         return []
-    found = Paper.objects.select_related("primary_category").in_bulk([pid for pid, _ in ranked])
-    return [(found[pid], score) for pid, score in ranked if pid in found]
+    model, vector = own
+    return nearest_papers(
+        vector,
+        k,
+        exclude=[paper.pk],
+        model=model,
+        papers=Paper.objects.select_related("primary_category"),
+    )
