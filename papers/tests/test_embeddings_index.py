@@ -156,3 +156,20 @@ def test_two_writers_do_not_lose_each_others_vectors(index_dir):
     index = Index.restore(str(path), view=True)
     assert len(index) == 2 * 15 * 10
     assert all(index.contains(np.array([0, 149, 100_000, 100_149], dtype=np.uint64)))
+
+
+def test_a_reader_re_opens_the_file_another_process_replaced(encoder, index_dir, papers):
+    """A web process knows nothing of the worker's save but the file: it looks at the file's
+    identity once REOPEN_CHECK_SECONDS have passed and maps the new one."""
+    embed_papers([p.pk for p in papers[:3]])
+    path = index_path(encoder.model_id)
+    old = vector_index._open_index(path)
+    assert len(old) == 3
+    embed_papers([p.pk for p in papers[3:]])  # the worker's save
+    # This process as another one would be: still holding the old mapping, checked long ago.
+    vector_index._readers[path] = vector_index._Reader(old, (0, 0, 0), checked=0.0)
+    assert len(vector_index._open_index(path)) == len(papers)
+    # Within the interval the mapping in hand is used without looking at the file.
+    vector_index._readers[path].checked = float("inf")
+    path.unlink()
+    assert len(vector_index._open_index(path)) == len(papers)
