@@ -48,6 +48,9 @@ def embed_papers(
     Papers are taken in the order of ``paper_ids``; with ``limit``, only the first ``limit``
     that need it are embedded.
 
+    A failure to write the index file is logged (with the command that rebuilds it), not
+    raised: the vectors are stored.
+
     ``encoder`` defaults to ``get_encoder()``, which raises ``EncoderUnavailable`` when the
     model files are missing. Raises ValueError when the encoder returns vectors of the wrong
     shape (nothing of that batch is written).
@@ -88,13 +91,28 @@ def embed_papers(
         # The batches that committed, whatever happened to a later one, go into the index
         # file in one save (a save rewrites the whole file).
         if update_index and embedded:
-            index_writer(encoder.model_id, encoder.dimension).update(embedded)
+            _index_update(encoder, embedded)
     if embedded:
         ids_embedded = list(embedded)
         transaction.on_commit(lambda: papers_embedded.send(sender=Paper, paper_ids=ids_embedded))
         # Paper pages list similar papers: cached pages go out of date.
         content_changed_on_commit()
     return len(embedded)
+
+
+def _index_update(encoder: Encoder, vectors: dict) -> None:
+    """Add ``vectors`` to the index file. The file is derived from PostgreSQL, where they are
+    stored already: a failure to write it (a full disk, a broken transaction of the caller)
+    is logged with the command that rebuilds it, and neither undoes the rows nor hides the
+    error that may be on its way."""
+    try:
+        index_writer(encoder.model_id, encoder.dimension).update(vectors)
+    except Exception:
+        logger.exception(
+            "%d vectors stored but not added to the index file; rebuild it with "
+            "`manage.py embed --rebuild-index`",
+            len(vectors),
+        )
 
 
 def _encode_and_store(encoder, pending, batch_size, embedded) -> None:

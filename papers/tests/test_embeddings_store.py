@@ -112,3 +112,15 @@ def test_papers_embedded_is_sent_after_commit_with_the_embedded_ids(
         assert received == [sorted(p.pk for p in papers)]
     finally:
         papers_embedded.disconnect(listener)
+
+
+def test_an_index_file_that_cannot_be_written_leaves_the_rows_and_says_how_to_rebuild(
+    encoder, settings, tmp_path, caplog
+):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the index directory should be")
+    settings.EMBEDDING_INDEX_DIR = blocker / "vectors"
+    paper = PaperFactory()
+    assert embed_papers([paper.pk]) == 1
+    assert PaperEmbedding.objects.filter(paper=paper).exists()
+    assert "manage.py embed --rebuild-index" in caplog.text
