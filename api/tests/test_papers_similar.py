@@ -63,3 +63,9 @@ def test_a_fixed_number_of_queries(api_client, embedded, django_assert_max_num_q
     with django_assert_max_num_queries(4):
         response = api_client.get(f"/api/v1/papers/{embedded[0].arxiv_id}/similar/")
     assert len(response.json()["results"]) == 10
+
+
+def test_an_unknown_field_is_a_400_naming_it(api_client, embedded):
+    response = api_client.get(f"/api/v1/papers/{embedded[0].arxiv_id}/similar/?fields=id,nope")
+    error = assert_error(response, 400)
+    assert "nope" in str(error)
