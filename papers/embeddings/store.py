@@ -4,7 +4,7 @@ call."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db import transaction
@@ -28,6 +28,7 @@ def embed_papers(
     update_index: bool = True,
     replace_other_models: bool = True,
     limit: int | None = None,
+    progress: Callable[[int], object] | None = None,
 ) -> int:
     """Embed the papers among ``paper_ids`` whose vector is missing or stale, and return how
     many were embedded (0 when all are up to date; ids of papers that do not exist are ignored).
@@ -46,7 +47,8 @@ def embed_papers(
     (``manage.py embed`` without ``--all``: a model change is re-embedded when asked for).
 
     Papers are taken in the order of ``paper_ids``; with ``limit``, only the first ``limit``
-    that need it are embedded.
+    that need it are embedded. ``progress`` is called with the number of papers of each batch
+    once it has committed (a progress bar's ``update``).
 
     A failure to write the index file is logged (with the command that rebuilds it), not
     raised: the vectors are stored.
@@ -86,7 +88,7 @@ def embed_papers(
     pending = pending[:limit] if limit is not None else pending
     embedded: dict[int, object] = {}
     try:
-        _encode_and_store(encoder, pending, batch_size, embedded)
+        _encode_and_store(encoder, pending, batch_size, embedded, progress)
     finally:
         # The batches that committed, whatever happened to a later one, go into the index
         # file in one save (a save rewrites the whole file).
@@ -115,7 +117,7 @@ def _index_update(encoder: Encoder, vectors: dict) -> None:
         )
 
 
-def _encode_and_store(encoder, pending, batch_size, embedded) -> None:
+def _encode_and_store(encoder, pending, batch_size, embedded, progress) -> None:
     for start in range(0, len(pending), batch_size):
         batch = pending[start : start + batch_size]
         matrix = encoder.encode([text for _, text, _ in batch])
@@ -143,3 +145,5 @@ def _encode_and_store(encoder, pending, batch_size, embedded) -> None:
             )
         for (paper_id, _, _), vector in zip(batch, matrix, strict=True):
             embedded[paper_id] = vector
+        if progress is not None:
+            progress(len(batch))

@@ -100,3 +100,10 @@ def test_skip_missing_model_is_a_warning(index_dir, dated_papers, missing_model)
     output = embed("--skip-missing-model")
     assert "Papers not embedded" in output and missing_model in output
     assert PaperEmbedding.objects.count() == 0
+
+
+def test_the_progress_bar_moves_with_each_batch(encoder, index_dir, dated_papers):
+    err = StringIO()
+    call_command("embed", "--batch-size", "2", stdout=StringIO(), stderr=err)
+    bar = err.getvalue()
+    assert "Embedding" in bar and "6/6" in bar and "paper/s" in bar

@@ -145,6 +145,6 @@ class Command(BaseCommand):
             batch_size=batch_size,
             replace_other_models=all,
             limit=None if limit is None else limit - done,
+            progress=bar.update,
         )
-        bar.update(count)
         return count
