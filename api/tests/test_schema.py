@@ -99,7 +99,8 @@ def test_search_documents_mode_and_meta(schema):
     assert "meta.mode" in parameters["mode"]["description"]
     assert parameters["q"]["required"] is True
     body = operation["responses"]["200"]["content"]["application/json"]["schema"]
-    meta = body["properties"]["meta"]
+    name = body["$ref"].rsplit("/", 1)[1]
+    meta = schema["components"]["schemas"][name]["properties"]["meta"]
     assert meta["required"] == ["mode", "requested_mode", "fallback"]
     assert meta["properties"]["mode"]["enum"] == ["hybrid", "keyword", "semantic"]
     assert "rank" in schema["components"]["schemas"]["SearchResult"]["properties"]

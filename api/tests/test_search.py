@@ -216,7 +216,7 @@ def test_a_star_inside_a_phrase_or_alone_is_not_a_prefix(client):
         ({"q": "a" * 301}, "at most 300 characters"),
         ({"q": "agents\x00"}, "Null characters are not allowed"),
         ({"q": "agents \x1b[31m"}, "Control character U+001B at position 7"),
-        ({"q": "agents\x85"}, "Control character U+0085"),
+        ({"q": "age\x85nts"}, "Control character U+0085 at position 3"),
         (
             {"q": "agents", "mode": "fuzzy"},
             "Unknown mode 'fuzzy'; one of: hybrid, keyword, semantic.",
