@@ -1,6 +1,6 @@
 """Hybrid search (``topics.search``): keyword full text and vector similarity fused into one
 ranking, the filters applied to both, the keyword fallback, and bad input. The papers are real
-arXiv records (the first 40 of the recorded snapshot), embedded by the real encoder."""
+arXiv records (24 of the recorded snapshot), embedded by the real encoder."""
 
 from __future__ import annotations
 
@@ -23,17 +23,28 @@ pytestmark = pytest.mark.django_db
 # energies", described without a word of its title.
 PARAPHRASE = "pairs of photons emitted in hadron collisions at next-to-leading order in QCD"
 PARAPHRASED = "0704.0001"
+DIPOLE_PAPERS = {"0704.0033", "0704.0035", "0704.0037", "0704.0038"}
 
 
-def _records(n: int = 40) -> list[dict]:
+def _records() -> list[dict]:
+    """The first 20 records of the recorded snapshot and the four discrete dipole
+    approximation papers (0704.0033, 0035, 0037, 0038)."""
     with SNAPSHOT_HEAD.open(encoding="utf-8") as lines:
-        return [json.loads(line) for _, line in zip(range(n), lines, strict=False)]
+        records = [json.loads(line) for _, line in zip(range(40), lines, strict=False)]
+    return records[:20] + [r for r in records if r["id"] in DIPOLE_PAPERS]
+
+
+@pytest.fixture(autouse=True)
+def index_dir(settings, tmp_path):
+    """The vector index in a fresh temporary directory: each test starts without one."""
+    settings.EMBEDDING_INDEX_DIR = tmp_path / "vectors"
+    return settings.EMBEDDING_INDEX_DIR
 
 
 @pytest.fixture
 def corpus(db) -> dict[str, Paper]:
-    """The first 40 recorded snapshot papers (real titles, abstracts and primary categories),
-    one a day from 2007-04-01, every one embedded."""
+    """24 recorded snapshot papers (:func:`_records`: real titles, abstracts and primary
+    categories), one a day from 2007-04-01, every one embedded."""
     papers = {}
     for day, record in enumerate(_records()):
         title = " ".join(record["title"].split())
@@ -68,15 +79,14 @@ def test_hybrid_ranks_a_paraphrased_paper_first_where_keywords_find_nothing(corp
 
 
 def test_a_keyword_match_rises_in_the_fused_ranking(corpus):
-    """ "discrete dipole approximation" is the title of three papers (0704.0033, 0035, 0037)
-    and in a fourth's (0038): the keyword arm puts those on top of the fused list."""
-    hybrid = _arxiv_ids(papers_search(q='"discrete dipole approximation" convergence'))
-    keyword = _arxiv_ids(
-        papers_search(q='"discrete dipole approximation" convergence', mode="keyword")
-    )
-    assert keyword and set(keyword) <= {"0704.0033", "0704.0035", "0704.0037", "0704.0038"}
-    assert hybrid[: len(keyword)] == keyword or set(hybrid[: len(keyword)]) == set(keyword)
-    assert len(hybrid) > len(keyword)  # the semantic arm adds papers without those words
+    """The phrase is in the titles of four papers: the keyword arm puts those first in the
+    fused list, and the semantic arm adds the papers without it."""
+    q = '"discrete dipole approximation"'
+    keyword = _arxiv_ids(papers_search(q=q, mode="keyword"))
+    assert set(keyword) == DIPOLE_PAPERS
+    hybrid = _arxiv_ids(papers_search(q=q))
+    assert set(hybrid[:4]) == DIPOLE_PAPERS
+    assert len(hybrid) == len(corpus)
 
 
 def test_filters_apply_to_the_semantic_candidates(corpus):
@@ -95,13 +105,16 @@ def test_filters_apply_to_the_semantic_candidates(corpus):
     }
 
 
-def test_a_small_topic_keeps_what_the_nearest_neighbours_hold(corpus, monkeypatch):
-    """The index is asked again for more neighbours while too few pass the filter."""
+def test_the_index_is_asked_for_more_neighbours_while_too_few_pass_the_filter(corpus, monkeypatch):
     monkeypatch.setattr(search, "NEAREST_FIRST", 2)
     monkeypatch.setattr(search, "NEAREST_GROWTH", 2)
-    farthest = _arxiv_ids(papers_search(q=PARAPHRASE, mode="semantic"))[-1]
-    only = Paper.objects.filter(arxiv_id=farthest)
-    assert _arxiv_ids(papers_search(q=PARAPHRASE, queryset=only, mode="semantic")) == [farthest]
+    vector = search.query_vector(PARAPHRASE)
+    everything = search.semantic_ranked(Paper.objects.all(), vector, limit=len(corpus))
+    farthest = everything[-1][0]
+    only = Paper.objects.filter(id=farthest)
+    assert search.semantic_ranked(only, vector, limit=1) == [everything[-1]]
+    monkeypatch.setattr(search, "NEAREST_LIMIT", 4)
+    assert search.semantic_ranked(only, vector, limit=1) == []
 
 
 def test_withdrawn_papers_are_left_out_of_the_semantic_ranking(corpus):
