@@ -228,7 +228,9 @@ def query_vector(q: str):
     except EncoderUnavailable as error:
         raise SemanticUnavailable(f"the embedding model is not available ({error})") from None
     if not PaperEmbedding.objects.filter(model=encoder.model_id).exists():
-        raise SemanticUnavailable(f"no paper has a vector from {encoder.model_id} yet")
+        raise SemanticUnavailable(
+            "no paper has a vector from the current embedding model yet (manage.py embed)"
+        )
     return encoder.encode([q])[0]
 
 
