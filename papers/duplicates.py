@@ -10,10 +10,11 @@ Detection (:func:`duplicates_detect`) has two steps:
    first author.
 2. **Similarity**: TF-IDF cosines of the titles (character n-grams) and of the abstracts
    (words), combined (:func:`text_similarities`, scikit-learn); a pair at or above
-   :data:`DUPLICATE_THRESHOLD` is linked. The threshold was chosen by ``bench/bench_duplicates.py`` on the recorded arXiv papers: planted copies
-   (whitespace, TeX, a version note, a typo) against real companion papers (same authors,
-   related topic); the measured separation is in ``bench/README.md``. TF-IDF separated them
-   better than MiniLM embeddings did (issue 16), so no vectors are needed here.
+   :data:`DUPLICATE_THRESHOLD` is linked. The threshold was chosen by
+   ``bench/bench_duplicates.py`` on the recorded arXiv papers: planted copies (whitespace,
+   TeX, a version note, a typo) against real companion papers (same authors, related topic);
+   the measured separation is in ``bench/README.md``. TF-IDF separated them better than
+   MiniLM embeddings did (issue 16), so no vectors are needed here.
 
 "Sent once" (:func:`duplicates_collapse`): a list of papers keeps one paper of each linked
 pair, the original (the arXiv one, else the earlier submitted, else the older row), and
@@ -255,6 +256,13 @@ def duplicate_links(paper_ids: Iterable[int]) -> list[tuple[int, int]]:
         .filter(Q(paper_id__in=ids) | Q(original_id__in=ids))
         .values_list("paper_id", "original_id")
     )
+
+
+def duplicate_twins(paper_ids: Iterable[int]) -> set[int]:
+    """The pks of papers linked as the same paper (detected or confirmed) to any of
+    ``paper_ids``, those themselves left out. One query."""
+    ids = set(paper_ids)
+    return {pk for pair in duplicate_links(ids) for pk in pair} - ids
 
 
 def duplicates_collapse(paper_ids: Sequence[int], *, already: Iterable[int] = ()) -> list[int]:

@@ -71,3 +71,12 @@ def _continued(summary: HarvestSummary) -> dict:
     if summary.status == HarvestRun.Status.PENDING:
         harvest_resume.delay(summary.run_id)
     return summary.as_dict()
+
+
+@shared_task(name="papers.tasks.duplicates_detect", ignore_result=True)
+def duplicates_detect(paper_ids: list[int]) -> None:
+    """Link the stored papers ``paper_ids`` (pks; gone ones are skipped) to their
+    near-duplicates (``papers.duplicates.duplicates_detect``). Queue ``default``."""
+    from .duplicates import duplicates_detect as detect
+
+    detect(paper_ids=paper_ids)

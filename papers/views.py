@@ -14,6 +14,7 @@ from django.views.decorators.http import require_safe
 
 from topicsite.pagecache import cache_anonymous_page
 
+from .duplicates import paper_twins
 from .identifiers import InvalidArxivId, parse_arxiv_id
 from .models import Authorship, Paper, PaperAffiliation
 
@@ -47,6 +48,8 @@ def _render_detail(request, paper):
         "authors_page": authors_page,
         "affiliations": list(affiliations.order_by("position")[:AFFILIATIONS_SHOWN]),
         "affiliation_count": affiliations.count(),
+        # The same paper stored under other ids ("Also listed as").
+        "twins": paper_twins(paper),
     }
     return render(request, "papers/paper_detail.html", context)
 
