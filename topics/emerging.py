@@ -5,10 +5,11 @@ topics (issue 16, item 7).
 task) recomputes them:
 
 1. **Papers no topic fits**: live papers submitted in the last ``weeks`` weeks (default
-   :data:`WINDOW_WEEKS`) with an embedding and no accepted or pending assignment (pending is
-   the review queue, where semantic suggestions go: a paper a topic was suggested for is
-   fitted by that topic until a curator rejects it). At most :data:`MAX_PAPERS`, newest first
-   (clustering costs memory quadratic in the papers).
+   :data:`WINDOW_WEEKS`) with an embedding and no accepted or pending assignment. Pending is
+   the review queue, where semantic tagging sends a topic's best-fitting papers as
+   suggestions: a paper with none has a low best semantic score for every topic, and a paper a
+   topic was suggested for is left to the curator deciding it. At most :data:`MAX_PAPERS`,
+   newest first (clustering costs memory quadratic in the papers).
 2. **Clusters** on their embeddings: scikit-learn's agglomerative clustering, average linkage
    on cosine distance, cut at ``distance_threshold`` (default :data:`DISTANCE_THRESHOLD`);
    clusters of fewer than ``min_size`` papers (default :data:`MIN_SIZE`) are dropped.

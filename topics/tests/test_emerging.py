@@ -260,3 +260,10 @@ def test_cluster_helpers_refuse_bad_input_and_handle_little_text():
         cluster_vectors(np.eye(3, dtype="f4"), distance_threshold=0.5, min_size=1)
     assert cluster_vectors(np.eye(3, dtype="f4"), distance_threshold=0.5, min_size=2) == []
     assert cluster_terms(["one", "two"], [[0, 1]]) == [[]]
+
+
+def test_beat_recomputes_the_clusters_weekly():
+    from django_celery_beat.models import PeriodicTask
+
+    task = PeriodicTask.objects.get(task="topics.tasks.find_emerging")
+    assert task.enabled and task.crontab.day_of_week == "1"
