@@ -1,10 +1,13 @@
 """Near-duplicate separation: how well the TF-IDF similarity of ``papers.duplicates`` tells planted
 copies of a paper from real companion papers, and the threshold it is linked at.
 
-    .venv/bin/python bench/bench_duplicates.py [--copies 400] [--seed 16] [--smoke]
+    .venv/bin/python bench/bench_duplicates.py [--copies 400] [--stored 200] [--seed 16]
+        [--no-database] [--keep] [--smoke]
+        [--database-url postgres://postgres@127.0.0.1:5432/topicsite_bench_duplicates]
 
-Data, shipped in the repository, no database needed: the 1,317 arXiv papers the demo harvests
-(``papers/recorded/``).
+Data, shipped in the repository: the 1,317 arXiv papers the demo harvests
+(``papers/recorded/``). Part 1 needs no database; part 2 works in a database of its own
+(dropped and created, dropped again at the end unless ``--keep``).
 
 - **Planted copies**: for ``--copies`` papers picked at random (fixed seed), a copy with light
   edits, one kind each, in turn: whitespace (line breaks and doubled spaces), TeX (a word
@@ -19,7 +22,16 @@ Each pair is scored as detection scores it (``papers.duplicates.text_similaritie
 settings: the IDF fitted on the whole corpus (a big harvest batch) and on a small block (the
 pair plus 20 other papers, a single paper's detection). Printed: the distribution of each
 class, the gap between the lowest copy and the highest companion, and precision/recall at
-``papers.duplicates.DUPLICATE_THRESHOLD``. ``--smoke`` (CI): 40 copies.
+``papers.duplicates.DUPLICATE_THRESHOLD``.
+
+Part 2, end to end in PostgreSQL: the recorded papers harvested (detection runs on each stored
+batch, as always: how many real pairs it links), then ``--stored`` of them stored again as
+local copies (no arXiv id; edits as above in turn; half keep the first author, half have no
+authors) and detected in one batch (``papers.duplicates.duplicates_detect``: blocking,
+similarity, links). Printed: copies linked to their arXiv paper, other pairs linked, papers/s.
+
+``--smoke`` (CI): 40 copies in each part, a database of its own (``bench/smoke.py``); exits
+non-zero when no planted copy is linked.
 """
 
 from __future__ import annotations
@@ -32,14 +44,32 @@ import random
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from smoke import smoke_database_url  # noqa: E402
+
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_duplicates"
 
 EDITS = ("whitespace", "tex", "version note", "typo", "all")
 BLOCK_OTHERS = 20
+
+
+def recreate_database(url: str, *, drop_only: bool = False) -> None:
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not drop_only:
+            connection.execute(f'CREATE DATABASE "{name}"')
 
 
 def load_records() -> list:
@@ -113,18 +143,49 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=400)
     parser.add_argument("--seed", type=int, default=16)
-    parser.add_argument("--smoke", action="store_true", help="40 copies (CI)")
+    parser.add_argument(
+        "--stored", type=int, default=200, help="Planted copies stored in PostgreSQL (part 2)."
+    )
+    parser.add_argument("--no-database", action="store_true", help="Part 1 only.")
+    parser.add_argument("--database-url", default=None, help=f"default {DEFAULT_DATABASE_URL}")
+    parser.add_argument("--keep", action="store_true", help="Keep the database afterwards.")
+    parser.add_argument("--smoke", action="store_true", help="40 copies, own database (CI)")
     options = parser.parse_args()
     if options.smoke:
-        options.copies = 40
+        options.copies = options.stored = 40
+    options.database_url = options.database_url or (
+        smoke_database_url(DEFAULT_DATABASE_URL, "duplicates")
+        if options.smoke
+        else DEFAULT_DATABASE_URL
+    )
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "topicsite.settings.local")
+    if not options.no_database:
+        recreate_database(options.database_url)
+        os.environ["DATABASE_URL"] = options.database_url
+    # No broker: stored papers are tagged and checked in the harvest, as on the embedded default.
+    os.environ.pop("REDIS_URL", None)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "topicsite.settings.local"
     import logging
 
     import django
 
     django.setup()
     logging.disable(logging.WARNING)
+    separation(options)
+    if options.no_database:
+        return
+    try:
+        stored(options)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        if not options.keep:
+            recreate_database(options.database_url, drop_only=True)
+
+
+def separation(options) -> None:
+    """Part 1: the similarity of planted copies and companion papers, no database."""
     from papers.duplicates import DUPLICATE_THRESHOLD, duplicate_text, text_similarities
 
     started = time.perf_counter()
@@ -184,6 +245,63 @@ def main() -> None:
             f"precision {found / max(1, found + wrong):.3f}"
         )
     print(f"{time.perf_counter() - started:.1f} s")
+
+
+def stored(options) -> None:
+    """Part 2: detection end to end in PostgreSQL (blocking, similarity, links)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.db import connection
+
+    from papers.duplicates import duplicates_detect
+    from papers.models import Authorship, Paper, PaperDuplicate
+
+    print(f"\nIn PostgreSQL ({options.database_url.rsplit('/', 1)[-1]}):")
+    quiet = StringIO()
+    for command, *arguments in (
+        ("migrate", "--noinput"),
+        ("load_categories",),
+        ("harvest", "--recorded"),
+    ):
+        call_command(command, *arguments, stdout=quiet, verbosity=0)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE papers_paper")  # as autovacuum would after a bulk load
+    real = Paper.objects.count()
+    linked_real = PaperDuplicate.objects.count()
+    print(
+        f"  harvest of the recorded papers (detection ran on each stored batch): {real} papers, "
+        f"{linked_real} pairs linked"
+    )
+    rng = random.Random(options.seed + 1)
+    originals = rng.sample(list(Paper.objects.order_by("pk")), min(options.stored, real))
+    pairs = []
+    for n, original in enumerate(originals):
+        title, abstract = plant(original.title, original.abstract, EDITS[n % len(EDITS)], rng)
+        copy = Paper.objects.create(
+            import_key=f"bench-duplicates:{original.pk}",
+            title=title,
+            abstract=abstract,
+            primary_category_id=original.primary_category_id,
+            submitted=original.submitted,
+        )
+        first = Authorship.objects.filter(paper=original, position=0).first()
+        if first is not None and n % 2 == 0:  # half keep the first author, half have none
+            Authorship.objects.create(paper=copy, author_id=first.author_id, position=0)
+        pairs.append((copy.pk, original.pk))
+    started = time.perf_counter()
+    result = duplicates_detect(paper_ids=[copy for copy, _ in pairs])
+    seconds = time.perf_counter() - started
+    links = set(PaperDuplicate.objects.values_list("paper_id", "original_id"))
+    found = sum(pair in links for pair in pairs)
+    wrong = len(links) - found - linked_real
+    print(
+        f"  {len(pairs)} planted local copies stored, detected in one batch: {found} linked to "
+        f"their arXiv paper (recall {found / len(pairs):.3f}), {wrong} other pairs linked; "
+        f"{result.compared} pairs compared, {seconds:.1f} s ({len(pairs) / seconds:.0f} papers/s)"
+    )
+    if options.smoke and (found == 0 or result.compared == 0):
+        raise SystemExit("smoke: detection linked no planted copy")
 
 
 if __name__ == "__main__":

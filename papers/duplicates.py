@@ -31,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 
@@ -123,33 +124,42 @@ def _title_query(title: str) -> SearchQuery | None:
     return SearchQuery(" | ".join(pairs), search_type="raw", config="english")
 
 
-def duplicate_candidates(paper: Paper) -> set[int]:
-    """The pks of stored papers worth comparing with ``paper`` (itself excluded): the
-    :data:`CANDIDATES` best title matches (two of its three longest title words in their
-    titles; PostgreSQL only) and :data:`CANDIDATES` papers with the same first author. Two
-    queries plus one for the first author."""
-    found: set[int] = set()
-    query = _title_query(paper.title)
-    if query is not None and connection.vendor == "postgresql":
-        found.update(
-            Paper.objects.filter(search_vector=query)
-            .exclude(pk=paper.pk)
-            .annotate(rank=SearchRank(F("search_vector"), query))
-            .order_by("-rank", "-id")
-            .values_list("pk", flat=True)[:CANDIDATES]
+def duplicate_candidates(papers: Sequence[Paper]) -> dict[int, set[int]]:
+    """For each of ``papers``, the pks of stored papers worth comparing with it (itself
+    excluded): the :data:`CANDIDATES` best title matches (two of its three longest title words
+    in their titles; PostgreSQL only) and the :data:`CANDIDATES` newest papers with the same
+    first author. ``{paper pk: {candidate pk, ...}}``; one query per paper plus two."""
+    found: dict[int, set[int]] = {paper.pk: set() for paper in papers}
+    if connection.vendor == "postgresql":
+        for paper in papers:
+            query = _title_query(paper.title)
+            if query is None:
+                continue
+            found[paper.pk].update(
+                Paper.objects.filter(search_vector=query)
+                .exclude(pk=paper.pk)
+                .annotate(rank=SearchRank(F("search_vector"), query))
+                .order_by("-rank", "-id")
+                .values_list("pk", flat=True)[:CANDIDATES]
+            )
+    first_authors = dict(
+        Authorship.objects.filter(paper_id__in=found, position=0).values_list(
+            "paper_id", "author_id"
         )
-    first_author = (
-        Authorship.objects.filter(paper=paper, position=0)
-        .values_list("author_id", flat=True)
-        .first()
     )
-    if first_author is not None:
-        found.update(
-            Authorship.objects.filter(author_id=first_author, position=0)
-            .exclude(paper_id=paper.pk)
-            .order_by("-paper_id")
-            .values_list("paper_id", flat=True)[:CANDIDATES]
+    by_author: dict[int, list[int]] = {}
+    first_authored = (
+        Authorship.objects.filter(author_id__in=set(first_authors.values()), position=0)
+        .annotate(
+            newest=Window(RowNumber(), partition_by=[F("author_id")], order_by=F("paper_id").desc())
         )
+        .filter(newest__lte=CANDIDATES + 1)
+        .values_list("author_id", "paper_id")
+    )
+    for author_id, paper_id in first_authored:
+        by_author.setdefault(author_id, []).append(paper_id)
+    for paper_pk, author_id in first_authors.items():
+        found[paper_pk].update(pk for pk in by_author.get(author_id, ()) if pk != paper_pk)
     return found
 
 
@@ -187,7 +197,7 @@ def duplicates_detect(
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
     papers = {p.pk: p for p in Paper.objects.filter(pk__in=set(paper_ids)).only(*_TEXT_FIELDS)}
-    candidates = {pk: duplicate_candidates(paper) for pk, paper in papers.items()}
+    candidates = duplicate_candidates(list(papers.values()))
     missing = set().union(*candidates.values()) - papers.keys() if candidates else set()
     everyone = dict(papers)
     everyone.update((p.pk, p) for p in Paper.objects.filter(pk__in=missing).only(*_TEXT_FIELDS))
