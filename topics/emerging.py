@@ -27,6 +27,8 @@ task) recomputes them:
 from __future__ import annotations
 
 import datetime as dt
+import re
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -105,9 +107,11 @@ def cluster_terms(documents: Sequence[str], clusters: Sequence[Sequence[int]], *
     first, by class-based TF-IDF: each cluster's documents joined as one class, the documents
     in no cluster as one more; a term's weight in a class is its frequency there (L1) times
     ``log(1 + average class size in words / its frequency over all classes)``. Unigrams and
-    bigrams, English stop words and terms in fewer than two documents left out; a word gives
-    way to a bigram holding it that weighs at least half as much. Returns one list of strings
-    per cluster."""
+    bigrams of words (letters, inner hyphens: ``x-ray``), English stop words and terms in
+    fewer than two documents left out; a word gives way to a bigram holding it that weighs at
+    least half as much; a term that is another chosen one in the plural or in another order
+    ("galaxies" after "galaxy") is skipped. Each term is given as the cluster's texts most
+    often write it (``QCD``, ``X-ray``). Returns one list of strings per cluster."""
     if not clusters:
         return []
     in_cluster = np.zeros(len(documents), dtype=bool)
@@ -117,7 +121,7 @@ def cluster_terms(documents: Sequence[str], clusters: Sequence[Sequence[int]], *
         in_cluster[list(members)] = True
     classes.append(" ".join(d for d, used in zip(documents, in_cluster, strict=True) if not used))
     vectorizer = CountVectorizer(
-        ngram_range=(1, 2), stop_words="english", min_df=2, token_pattern=r"(?u)\b[^\W\d_]{3,}\b"
+        ngram_range=(1, 2), stop_words="english", min_df=2, token_pattern=_TOKEN
     )
     try:
         vectorizer.fit(documents)
@@ -149,9 +153,44 @@ def cluster_terms(documents: Sequence[str], clusters: Sequence[Sequence[int]], *
                     row[b] >= row[index] / 2 for b in inside
                 ):
                     continue
+            if _term_key(term) in {_term_key(c) for c in chosen}:
+                continue
             chosen.append(term)
         result.append(chosen)
-    return result
+    return [
+        [_surface_form(term, [documents[i] for i in members]) for term in chosen]
+        for chosen, members in zip(result, clusters, strict=True)
+    ]
+
+
+# Words of letters (inner hyphens too: "x-ray", "born-infeld"), three characters at least.
+_TOKEN = r"(?u)\b(?:[^\W\d_]+(?:-[^\W\d_]+)+|[^\W\d_]{3,})\b"
+
+
+def _term_key(term: str) -> frozenset[str]:
+    """The words of ``term`` in no order, each without a plural ending: "galaxies" and
+    "galaxy", "lie algebra" and "algebra lie" have one key."""
+    words = set()
+    for word in term.split(" "):
+        if word.endswith("ies") and len(word) > 4:
+            word = word[:-3] + "y"
+        elif word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+            word = word[:-1]
+        words.add(word)
+    return frozenset(words)
+
+
+def _surface_form(term: str, texts: Sequence[str]) -> str:
+    """``term`` as ``texts`` most often write it (case and hyphens kept; ties: the lower-case
+    form); ``term`` itself when they never do."""
+    pattern = re.compile(
+        r"(?<![\w-])" + r"[\s-]+".join(re.escape(word) for word in term.split(" ")) + r"(?![\w-])",
+        re.IGNORECASE,
+    )
+    forms = Counter(match.group(0) for text in texts for match in pattern.finditer(text))
+    if not forms:
+        return term
+    return max(forms.items(), key=lambda item: (item[1], item[0].islower()))[0]
 
 
 def suggested_name(terms: Sequence[str]) -> str:

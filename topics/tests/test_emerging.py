@@ -267,3 +267,17 @@ def test_beat_recomputes_the_clusters_weekly():
 
     task = PeriodicTask.objects.get(task="topics.tasks.find_emerging")
     assert task.enabled and task.crontab.day_of_week == "1"
+
+
+def test_terms_are_written_as_the_papers_write_them_without_plural_repeats():
+    documents = [
+        "QCD sum rules for galaxies and the X-ray galaxy survey",
+        "Lattice QCD and X-ray galaxies",
+        "QCD at finite density; galaxy X-ray counts",
+        "Protein folding with neural networks",
+        "Neural networks for protein structure",
+    ]
+    terms = cluster_terms(documents, [[0, 1, 2], [3, 4]])
+    assert sorted(terms[0][:3]) == ["QCD", "X-ray", "galaxies"]
+    assert "galaxy" not in terms[0]
+    assert terms[1][:2] == ["neural networks", "protein"]
