@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
@@ -222,13 +222,17 @@ def duplicates_detect(
             if score < threshold:
                 continue
             kept, copy = sorted((everyone[a], everyone[b]), key=_kept_first)
-            existing = PaperDuplicate.objects.filter(
-                Q(paper_id=a, original_id=b) | Q(paper_id=b, original_id=a)
-            ).first()
+            pair = Q(paper_id=a, original_id=b) | Q(paper_id=b, original_id=a)
+            existing = PaperDuplicate.objects.filter(pair).first()
             if existing is None:
-                PaperDuplicate.objects.create(paper=copy, original=kept, similarity=score)
-                linked += 1
-            elif (
+                try:
+                    with transaction.atomic():
+                        PaperDuplicate.objects.create(paper=copy, original=kept, similarity=score)
+                    linked += 1
+                    continue
+                except IntegrityError:  # linked by a concurrent detection since the read
+                    existing = PaperDuplicate.objects.get(pair)
+            if (
                 existing.decision == PaperDuplicate.Decision.DETECTED
                 and abs(existing.similarity - score) > 1e-6
             ):
@@ -311,7 +315,7 @@ def duplicates_collapse(paper_ids: Sequence[int], *, already: Iterable[int] = ()
 
 def paper_twins(paper: Paper) -> list[Paper]:
     """The papers ``paper`` is linked to as the same paper (detected or confirmed), kept one
-    first: what the paper page lists as "Also listed as". One query."""
+    first: what the paper page lists as "Also listed as". Two queries."""
     links = duplicate_links([paper.pk])
     others = {a if b == paper.pk else b for a, b in links}
     return sorted(Paper.objects.filter(pk__in=others), key=_kept_first)
