@@ -48,7 +48,8 @@ from .services import topic_create
 # with the four before).
 WINDOW_WEEKS = 8
 GROWTH_WEEKS = 4
-# Clusters are cut where the average cosine distance between two groups passes this.
+# Clusters are cut where the average cosine distance between two groups passes this; chosen
+# by bench/bench_emerging.py (beyond it, clusters stop being mostly one arXiv category).
 DISTANCE_THRESHOLD = 0.55
 MIN_SIZE = 5
 MAX_PAPERS = 4000
