@@ -6,4 +6,4 @@ class PapersConfig(AppConfig):
     verbose_name = "Papers"
 
     def ready(self):
-        from . import receivers  # noqa: F401  (embeds stored papers)
+        from . import receivers  # noqa: F401  (embedding, near-duplicates)

@@ -90,3 +90,12 @@ def embed_papers(paper_ids: list[int]) -> int:
     except EncoderUnavailable as missing:
         logger.warning("%d papers not embedded: %s", len(paper_ids), missing)
         return 0
+
+
+@shared_task(name="papers.tasks.duplicates_detect", ignore_result=True)
+def duplicates_detect(paper_ids: list[int]) -> None:
+    """Link the stored papers ``paper_ids`` (pks; gone ones are skipped) to their
+    near-duplicates (``papers.duplicates.duplicates_detect``). Queue ``default``."""
+    from .duplicates import duplicates_detect as detect
+
+    detect(paper_ids=paper_ids)

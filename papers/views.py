@@ -15,6 +15,7 @@ from django.views.decorators.http import require_safe
 from topicsite.pagecache import cache_anonymous_page
 
 from .embeddings.similar import similar_papers
+from .duplicates import paper_twins
 from .identifiers import InvalidArxivId, parse_arxiv_id
 from .models import Authorship, Paper, PaperAffiliation
 
@@ -51,6 +52,8 @@ def _render_detail(request, paper):
         "affiliation_count": affiliations.count(),
         # Nearest by meaning (papers.embeddings): none until the paper has a vector.
         "similar": similar_papers(paper),
+        # The same paper stored under other ids ("Also listed as").
+        "twins": paper_twins(paper),
     }
     return render(request, "papers/paper_detail.html", context)
 
