@@ -14,8 +14,8 @@ from django.views.decorators.http import require_safe
 
 from topicsite.pagecache import cache_anonymous_page
 
-from .embeddings.similar import similar_papers
 from .duplicates import paper_twins
+from .embeddings.similar import similar_papers
 from .identifiers import InvalidArxivId, parse_arxiv_id
 from .models import Authorship, Paper, PaperAffiliation
 

@@ -50,7 +50,7 @@ def emerging_schedule_delete(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("papers", "0011_paper_duplicate"),
+        ("papers", "0010_paper_duplicate"),
         ("topics", "0006_assignment_paper_live"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
         ("django_celery_beat", "0019_alter_periodictasks_options"),
