@@ -723,7 +723,7 @@ def test_the_rule_index_finds_what_trying_every_rule_finds(categories, monkeypat
     assert pairs() == every_rule
     names = {name for _, name in every_rule}
     assert {"Hyphens", "Punctuation", "Prefix", "Negation", "Both", "Unicode"} <= names
-    assert len(names) > 10  # OpenAlex topics matched too
+    assert len(names) >= 10  # OpenAlex topics matched too
 
 
 @pytest.mark.django_db(transaction=True)
