@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 from simple_history.admin import SimpleHistoryAdmin
@@ -145,7 +146,7 @@ class AssignmentAdmin(ArxivIdSearchMixin, SimpleHistoryAdmin):
             )
         if not lines:
             return "No machine evidence (a curator or an import placed it, or it predates it)."
-        return format_html_join(format_html("<br>"), "{}", ((line,) for line in lines))
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
 
     @admin.display(description="decide")
     def decide(self, assignment):

@@ -119,9 +119,17 @@ DEFAULT_CALIBRATION = Calibration(
 )
 
 
+def _midway_below(scores: np.ndarray, threshold: float) -> float:
+    """Halfway from ``threshold`` down to the highest of ``scores`` below it (the same
+    decisions on these scores, and room for new papers a little below the lowest positive)."""
+    below = scores[scores < threshold]
+    return float((threshold + below.max()) / 2) if below.size else float(threshold)
+
+
 def best_f1_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
     """The score threshold (predict positive at ``score >= threshold``) with the highest F1 on
-    (``labels``, ``scores``), 1-d arrays of the same length; 1.0 without a positive."""
+    (``labels``, ``scores``), 1-d arrays of the same length, placed halfway to the next lower
+    score; 1.0 without a positive."""
     labels = np.asarray(labels, dtype=bool)
     positives = int(labels.sum())
     if not positives:
@@ -132,7 +140,7 @@ def best_f1_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
     predicted = np.arange(1, len(scores) + 1)
     last_of_tie = np.append(ranked[1:] < ranked[:-1], True)
     f1 = np.where(last_of_tie, 2 * true_positives / (predicted + positives), -1.0)
-    return float(ranked[int(np.argmax(f1))])
+    return _midway_below(scores, float(ranked[int(np.argmax(f1))]))
 
 
 def topic_text(name: str, description: str = "", keywords: Sequence[str] = ()) -> str:
@@ -357,7 +365,7 @@ class SemanticModel:
                 reaching = threshold_for_precision(truth, scores, target_precision)
                 if reaching is not None and reaching[2] > 0:
                     accepts[column] = True
-                    thresholds[column] = max(reaching[0], 1e-4)
+                    thresholds[column] = max(_midway_below(scores, reaching[0]), 1e-4)
                     topic_precision = reaching[1]
                     precision[column] = topic_precision
             figures.update(
