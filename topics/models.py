@@ -34,7 +34,11 @@ class Topic(TimeStampedModel):
     description = models.TextField(blank=True)
     # Comma-separated terms that say what the topic is about, beside its name and
     # description: part of the text its meaning is embedded from (topics.tagging.semantic).
-    keywords = models.TextField(blank=True)
+    keywords = models.TextField(
+        blank=True,
+        help_text="Comma-separated terms that say what the topic is about (its meaning for "
+        "semantic tagging, with the name and description).",
+    )
     rule_query = models.TextField(blank=True)
     rule_categories = models.ManyToManyField(Category, blank=True, related_name="topics")
     active = models.BooleanField(default=True)

@@ -201,9 +201,9 @@ def chunked(items: Iterable[int], size: int) -> Iterator[list[int]]:
 
 
 def papers_tag(*, paper_ids: Sequence[int]) -> int:
-    """Apply every active topic's rule and the active classifier to the papers ``paper_ids``
-    (pks; unknown ones ignored), so that their machine-made assignments are what the rules and
-    the classifier say now.
+    """Apply every active topic's rule, the active classifier and semantic similarity to the
+    papers ``paper_ids`` (pks; unknown ones ignored), so that their machine-made assignments are
+    what they say now.
 
     - **Rules**: a paper matches a topic when the rule query matches its title and abstract
       and, if the topic lists rule categories, its primary category or a cross-list is one of
@@ -213,9 +213,19 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
       with a model and no rule match, a score at or above the topic's threshold is a ``classifier``
       assignment, ``accepted``; a score within ``TOPICS_CLASSIFIER_REVIEW_MARGIN`` below it is
       ``pending`` (the review queue, not shown on pages). Scores are in [0, 1], 4 decimals.
-    - A machine-made (no decider, no decision time) ``rule`` or ``classifier`` assignment that
-      neither supports any more is removed; without an active classifier, ``classifier``
-      assignments are left as they are (nothing can judge them).
+    - **Semantic similarity** (papers with a stored vector of the current model,
+      ``papers.embeddings.vectors.load_vectors``; see ``topics.tagging.semantic``): a topic
+      whose held-out precision reaches the target accepts papers at or above its threshold
+      (``semantic``, ``accepted``); any other topic gets a paper whose best-fitting topic it
+      is as a suggestion (``pending``). A rule match wins over both, an accepted classifier
+      score over a semantic one, a semantic acceptance over a pending classifier score.
+      Papers without a vector are tagged by their words until it is stored.
+    - Every machine assignment says why in ``evidence``: the rule's query, the classifier
+      version, or the cosine, the topic's accepted papers nearest to the paper and their number.
+    - A machine-made (no decider, no decision time) ``rule``, ``classifier`` or ``semantic``
+      assignment that none supports any more is removed; without an active classifier,
+      ``classifier`` assignments are left as they are (nothing can judge them), and so are
+      ``semantic`` ones of papers without a vector or with no encoder.
     - Curator decisions and ``import`` assignments are never changed or deleted, and no
       machine assignment is created where one of them exists.
 
