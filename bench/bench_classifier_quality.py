@@ -88,15 +88,15 @@ class Counts:
 class Dataset:
     """``texts`` (folded as ``paper_text`` does), ``labels[i]`` the topic names of paper i,
     ``rules`` a rule query per topic name; for semantic tagging ``papers[i]`` (title,
-    abstract) and ``meanings`` the text each topic's meaning is embedded from
-    (``topics.tagging.semantic.topic_text``)."""
+    abstract) and ``meanings`` each topic's (name, description), embedded as
+    ``topics.tagging.semantic.topic_texts`` gives them."""
 
     name: str
     texts: list[str]
     labels: list[set[str]]
     rules: dict[str, str]
     papers: list[tuple[str, str]] = field(default_factory=list)
-    meanings: dict[str, str] = field(default_factory=dict)
+    meanings: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def arxiv_dataset(level: str = "archive") -> Dataset:
@@ -107,7 +107,6 @@ def arxiv_dataset(level: str = "archive") -> Dataset:
     from papers.taxonomy import UnknownCategory, all_categories, canonical_category, get_category
     from topics.importers.names import rule_query_from_name
     from topics.tagging.classifier import paper_text
-    from topics.tagging.semantic import topic_text
 
     papers = {}
     for source in recorded_sources():
@@ -137,7 +136,7 @@ def arxiv_dataset(level: str = "archive") -> Dataset:
             if info.name not in names[topic]:
                 names[topic].append(info.name)
             descriptions.setdefault(topic, []).append(
-                f"{info.name}: {info.description}" if info.description else info.name
+                f"{info.name}. {info.description}" if info.description else info.name
             )
         else:
             names[topic] = [info.name]
@@ -150,8 +149,9 @@ def arxiv_dataset(level: str = "archive") -> Dataset:
         topic: " OR ".join(rule_query_from_name(name) for name in topic_names)
         for topic, topic_names in names.items()
     }
+    # An archive's description: a paragraph per category (topic_texts embeds each).
     meanings = {
-        topic: topic_text(topic_names[0], " ".join(descriptions.get(topic, [])))
+        topic: (topic_names[0], "\n\n".join(descriptions.get(topic, [])))
         for topic, topic_names in names.items()
     }
     plural = "archives" if level == "archive" else "categories"
@@ -241,7 +241,8 @@ def evaluate(
     meanings: np.ndarray | None = None,
 ):
     """Cross-validated counts per topic for rules, the classifier, rules + classifier and,
-    with ``vectors`` ((papers, d)) and ``meanings`` ((topics, d), sorted topic order),
+    with ``vectors`` ((papers, d)) and ``meanings`` ((m, d) vectors of the topics' texts and
+    their (m,) owners, column indices in sorted topic order),
     semantic tagging with 0, 1, 3 and 10 labels per topic and with every training label,
     and the classifier + semantic with every label: what ``papers_tag`` writes (a classifier
     acceptance or a semantic candidate, :meth:`SemanticModel.predict`)."""
@@ -297,7 +298,11 @@ def evaluate(
                     else _semantic_labels(train, actual, len(topics), vectors, shots, rng)
                 )
                 model = SemanticModel.fit(
-                    np.arange(len(topics)), meanings, labels, target_precision=target_precision
+                    np.arange(len(topics)),
+                    meanings[0],
+                    labels,
+                    owners=meanings[1],
+                    target_precision=target_precision,
                 )
                 predicted = model.predict(vectors[test])
                 kind = "semantic all" if shots is None else f"semantic k={shots}"
@@ -325,12 +330,18 @@ def report(dataset: Dataset, options) -> dict[str, float]:
     vectors = meanings = None
     if dataset.meanings and not options.no_semantic:
         from papers.embeddings.encoder import paper_text as embedding_text
+        from topics.tagging.semantic import topic_texts
 
         vectors = embed(
             [embedding_text(title, abstract) for title, abstract in dataset.papers],
             progress=dataset.name,
         )
-        meanings = embed([dataset.meanings[name] for name in sorted(dataset.rules)])
+        texts, owners = [], []
+        for column, name in enumerate(sorted(dataset.rules)):
+            for text in topic_texts(*dataset.meanings[name]):
+                texts.append(text)
+                owners.append(column)
+        meanings = (embed(texts), np.array(owners))
     topics, positives, trained_in, results = evaluate(
         dataset,
         folds=options.folds,

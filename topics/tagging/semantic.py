@@ -32,6 +32,7 @@ queue.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -49,15 +50,17 @@ __all__ = [
     "prototypes_build",
     "semantic_active",
     "topic_text",
+    "topic_texts",
 ]
 
 logger = logging.getLogger(__name__)
 
 # How much a topic's labelled papers weigh against its own text in the prototype: the mean of
 # k accepted papers counts LABEL_WEIGHT * k / (k + LABEL_SHRINK) times the text's vector
-# (one paper already weighs about as much as the description; many make the prototype
-# mostly their mean). Rejections push the prototype away with REJECT_WEIGHT times their mean.
-LABEL_WEIGHT = 2.0
+# (one paper half as much as the description, many as much: on the archive labels of
+# bench_classifier_quality, weights 0.5 / 1 / 2 / 4 gave 0.62 / 0.63 / 0.60 / 0.53 micro F1
+# with 3 labels per topic). Rejections push it away with REJECT_WEIGHT times their mean.
+LABEL_WEIGHT = 1.0
 LABEL_SHRINK = 1.0
 REJECT_WEIGHT = 0.3
 # Below this many accepted labels a topic's threshold is the pooled one (its own held-out
@@ -66,7 +69,10 @@ MIN_TOPIC_LABELS = 5
 # Held-out precision a topic must reach at its threshold to accept papers on its own.
 TARGET_PRECISION = 0.8
 # No paper is suggested for a topic below this cosine, whatever the calibration says.
-MIN_COSINE = 0.2
+MIN_COSINE = 0.15
+# A topic without measured precision suggests a paper when it is the paper's best-fitting topic
+# or within this much cosine of it (papers belong to a topic or two, rarely more).
+SUGGEST_MARGIN = 0.02
 # Labelled pairs scored per step of the leave-one-out pass (bounds its memory: this many
 # prototype rows at once).
 LEAVE_OUT_CHUNK = 4096
@@ -111,11 +117,13 @@ class Calibration:
 
 
 # Fitted with Calibration.fit on zero-shot pairs of the reference page (its 58 topics' names
-# against its 30 papers and the 1,317 recorded arXiv papers), all-MiniLM-L6-v2: what a
-# taxonomy uses before any topic has a label. ``bench/bench_classifier_quality.py`` evaluates
-# it on other labels (arXiv archives and categories).
+# against its 30 papers and the 1,317 recorded arXiv papers; all-MiniLM-L6-v2): what ranks
+# suggestions before any topic has a label. Its threshold lets through every pair at
+# MIN_COSINE or more (the probability there); which pairs are suggested is decided by the
+# best-topic rule of SemanticModel.decide. bench/bench_classifier_quality.py evaluates it on
+# other labels (arXiv archives and categories).
 DEFAULT_CALIBRATION = Calibration(
-    cosine_weight=12.0, gap_weight=40.0, intercept=-5.0, threshold=0.5
+    cosine_weight=17.357, gap_weight=0.962, intercept=-9.430, threshold=0.001
 )
 
 
@@ -143,6 +151,20 @@ def best_f1_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
     return _midway_below(scores, float(ranked[int(np.argmax(f1))]))
 
 
+def topic_texts(name: str, description: str = "", keywords: Sequence[str] = ()) -> list[str]:
+    """The texts a topic's meaning is embedded from: :func:`topic_text` of all of it or, when
+    the description has several paragraphs (blank-line separated: an archive's categories, a
+    long scope note the encoder would cut at its maximum length), of its name and keywords
+    and ``"<name>: <paragraph>"`` for each paragraph."""
+    paragraphs = [part for part in re.split(r"\n\s*\n", description) if part.strip()]
+    if len(paragraphs) <= 1:
+        return [topic_text(name, description, keywords)]
+    return [
+        topic_text(name, "", keywords),
+        *(topic_text(f"{name.strip()}: {part.strip()}") for part in paragraphs),
+    ]
+
+
 def topic_text(name: str, description: str = "", keywords: Sequence[str] = ()) -> str:
     """The text a topic's meaning is embedded from: ``"<name>. <description> Keywords: a,
     b."`` (blank parts left out)."""
@@ -153,6 +175,14 @@ def topic_text(name: str, description: str = "", keywords: Sequence[str] = ()) -
     if words:
         parts.append(f"Keywords: {', '.join(words)}.")
     return ". ".join(part.rstrip(".") for part in parts if part) + "."
+
+
+def _pooled(cosine: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """(n, k) the highest of each topic's columns of ``cosine`` ((n, m)); ``starts`` its
+    first column per topic."""
+    if cosine.shape[1] == len(starts):
+        return cosine
+    return np.maximum.reduceat(cosine, starts, axis=1)
 
 
 def _normalised(matrix: np.ndarray) -> np.ndarray:
@@ -219,7 +249,8 @@ class SemanticModel:
     """Prototypes and calibration of k topics.
 
     - ``topic_ids``: (k,) int64 topic pks, column order;
-    - ``prototypes``: (k, d) float32 unit rows (:func:`prototypes_build`);
+    - ``prototypes``: (m, d) float32 unit rows (:func:`prototypes_build`), one per meaning
+      text, a topic's rows together; ``starts``: (k,) the first row of each topic;
     - ``calibration``: the pooled :class:`Calibration`;
     - ``thresholds``: (k,) probability thresholds (a topic's own where it has
       ``MIN_TOPIC_LABELS`` accepted labels and a threshold was found, else the pooled one);
@@ -235,6 +266,7 @@ class SemanticModel:
 
     topic_ids: np.ndarray
     prototypes: np.ndarray
+    starts: np.ndarray
     calibration: Calibration
     thresholds: np.ndarray
     precision: np.ndarray
@@ -255,11 +287,17 @@ class SemanticModel:
         meanings: np.ndarray,
         labels: SemanticLabels | None = None,
         *,
+        owners: Sequence[int] | None = None,
         target_precision: float = TARGET_PRECISION,
         default: Calibration = DEFAULT_CALIBRATION,
     ) -> SemanticModel:
-        """Build the model of topics ``topic_ids`` whose texts embed to ``meanings`` ((k, d)
+        """Build the model of topics ``topic_ids`` whose texts embed to ``meanings`` ((m, d)
         unit rows) from ``labels`` (``None``: zero-shot).
+
+        ``owners`` ((m,) non-decreasing column indices, every topic at least once; default one
+        row per topic) says whose text each meaning row is: a topic with several texts
+        (:func:`topic_texts`: a long description's paragraphs) gets one prototype per text,
+        each moved by its labels alike, and a paper's cosine to it is the highest of them.
 
         Held-out scores come from leave-one-out prototypes: each labelled paper is scored
         against prototypes built without it (exact, by subtracting it from the sums). The
@@ -273,8 +311,14 @@ class SemanticModel:
         topic_ids = np.asarray(topic_ids, dtype=np.int64)
         meanings = _normalised(np.asarray(meanings, dtype=np.float32))
         k = len(topic_ids)
-        if meanings.shape[0] != k:
-            raise ValueError(f"{k} topics but {meanings.shape[0]} meaning vectors.")
+        owners = np.arange(k) if owners is None else np.asarray(owners, dtype=np.int64)
+        if meanings.shape[0] != len(owners):
+            raise ValueError(f"{len(owners)} meaning owners but {meanings.shape[0]} vectors.")
+        if k and not np.array_equal(np.unique(owners), np.arange(k)) or np.any(np.diff(owners) < 0):
+            raise ValueError(
+                f"{k} topics but meaning owners {owners.tolist()[:10]}...: each "
+                "topic needs a meaning, in column order."
+            )
         dimension = meanings.shape[1] if meanings.ndim == 2 else 0
         if labels is None:
             labels = SemanticLabels(
@@ -297,8 +341,13 @@ class SemanticModel:
         positive_counts = accepted.sum(axis=0)
         negative_counts = rejected.sum(axis=0)
         prototypes = prototypes_build(
-            meanings, positive_sums, positive_counts, negative_sums, negative_counts
+            meanings,
+            positive_sums[owners],
+            positive_counts[owners],
+            negative_sums[owners],
+            negative_counts[owners],
         )
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if k else owners
 
         calibration = default
         held_out = np.zeros((n, k))
@@ -306,23 +355,31 @@ class SemanticModel:
         if n:
             # Leave-one-out cosines: a labelled pair is scored against its topic's prototype
             # built without that paper; unlabelled pairs need no change.
-            cosine = vectors @ prototypes.T
+            cosine = _pooled(vectors @ prototypes.T, starts)
             rows, columns = np.nonzero(membership)
+            sizes = np.diff(np.r_[starts, len(owners)])
             for start in range(0, len(rows), LEAVE_OUT_CHUNK):
                 r, c = (
                     rows[start : start + LEAVE_OUT_CHUNK],
                     columns[start : start + LEAVE_OUT_CHUNK],
                 )
-                own = vectors[r]
-                was_accepted, was_rejected = accepted[r, c][:, None], rejected[r, c][:, None]
+                # One row per (pair, meaning row of its topic), pairs contiguous.
+                count = sizes[c]
+                pair = np.repeat(np.arange(len(r)), count)
+                offset = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+                meaning_rows = starts[c][pair] + offset
+                rr, cc = r[pair], c[pair]
+                own = vectors[rr]
+                was_accepted, was_rejected = accepted[rr, cc][:, None], rejected[rr, cc][:, None]
                 leave_out = prototypes_build(
-                    meanings[c],
-                    positive_sums[c] - was_accepted * own,
-                    positive_counts[c] - was_accepted[:, 0],
-                    negative_sums[c] - was_rejected * own,
-                    negative_counts[c] - was_rejected[:, 0],
+                    meanings[meaning_rows],
+                    positive_sums[cc] - was_accepted * own,
+                    positive_counts[cc] - was_accepted[:, 0],
+                    negative_sums[cc] - was_rejected * own,
+                    negative_counts[cc] - was_rejected[:, 0],
                 )
-                cosine[r, c] = np.einsum("ij,ij->i", leave_out, own)
+                each = np.einsum("ij,ij->i", leave_out, own)
+                cosine[r, c] = np.maximum.reduceat(each, np.cumsum(count) - count)
             gap = cosine - cosine.max(axis=1, keepdims=True)
             # Pairs with a label: the topic has labels and the paper is known in or out.
             pair_labels = membership[:, labelled_topics] == 1
@@ -377,6 +434,7 @@ class SemanticModel:
         return cls(
             topic_ids=topic_ids,
             prototypes=prototypes,
+            starts=starts,
             calibration=calibration,
             thresholds=thresholds,
             precision=precision,
@@ -390,10 +448,11 @@ class SemanticModel:
     # --- scoring -----------------------------------------------------------------------------
 
     def cosines(self, vectors: np.ndarray) -> np.ndarray:
-        """(n, k) float32 cosines of unit ``vectors`` ((n, d)) to the prototypes."""
+        """(n, k) float32 cosines of unit ``vectors`` ((n, d)) to each topic: the highest over
+        its prototypes. One matrix product."""
         if not self.topic_count or not len(vectors):
             return np.zeros((len(vectors), self.topic_count), dtype=np.float32)
-        return np.asarray(vectors, dtype=np.float32) @ self.prototypes.T
+        return _pooled(np.asarray(vectors, dtype=np.float32) @ self.prototypes.T, self.starts)
 
     def scores(self, vectors: np.ndarray) -> np.ndarray:
         """(n, k) float64 calibrated probabilities in [0, 1], columns in ``topic_ids`` order."""
@@ -405,10 +464,12 @@ class SemanticModel:
     def decide(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(accepted, suggested, score)``, each (n, k): what tagging does with unit
         ``vectors`` ((n, d)). A topic that ``accepts`` takes every paper scoring at or above
-        its threshold; any other topic is suggested a paper whose best-fitting topic it is,
-        scoring at or above its threshold with a cosine of at least ``MIN_COSINE`` (so a topic
-        without labels sends at most the papers closest to it, not every near one, to the
-        review queue). ``score``: the calibrated probabilities (float64)."""
+        its threshold; any topic is suggested a paper it does not take whose best-fitting
+        topic it is (or
+        within ``SUGGEST_MARGIN`` cosine of it), scoring at or above its threshold with a
+        cosine of at least ``MIN_COSINE`` (so a topic without labels sends the papers closest
+        to it, not every near one, to the review queue). ``score``: the calibrated
+        probabilities (float64)."""
         cosine = self.cosines(vectors)
         if not cosine.size:
             empty = np.zeros(cosine.shape, dtype=bool)
@@ -417,7 +478,14 @@ class SemanticModel:
         score = self.calibration.probability(cosine, cosine - best)
         above = score >= self.thresholds
         accepted = above & self.accepts
-        suggested = above & ~self.accepts & (cosine >= best) & (cosine >= MIN_COSINE)
+        # Suggestions: the paper's best-fitting topics, for any topic (below its own threshold
+        # for one that accepts), at the pooled threshold.
+        suggested = (
+            ~accepted
+            & (score >= self.calibration.threshold)
+            & (cosine >= best - SUGGEST_MARGIN)
+            & (cosine >= MIN_COSINE)
+        )
         return accepted, suggested, score
 
     def predict(self, vectors: np.ndarray) -> np.ndarray:
@@ -430,13 +498,14 @@ class SemanticModel:
         """The pairs of :meth:`decide` as :class:`SemanticCandidate`, in row then column
         order. ``vectors``: (n, d) unit rows."""
         accepted, suggested, score = self.decide(vectors)
+        cosine = self.cosines(vectors)
         rows, columns = np.nonzero(accepted | suggested)
         for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
             yield SemanticCandidate(
                 row=row,
                 topic_id=int(self.topic_ids[column]),
                 score=round(float(score[row, column]), SCORE_DECIMALS),
-                cosine=round(float(self.prototypes[column] @ vectors[row]), 4),
+                cosine=round(float(cosine[row, column]), 4),
                 accepted=bool(accepted[row, column]),
             )
 
@@ -513,7 +582,7 @@ def semantic_active() -> SemanticModel | None:
 
     Built from the database at the first call and again whenever a topic or a label changed
     (each curator decision counts from the next tagging run, with no retraining): topic texts
-    (:func:`topic_text` of name, description, keywords) embedded once per process and text;
+    (:func:`topic_texts` of name, description, keywords) embedded once per process and text;
     labels (:func:`_labels_query`) with their stored vectors
     (``papers.embeddings.vectors.load_vectors``; a labelled paper without one is left out);
     :meth:`SemanticModel.fit`."""
@@ -542,10 +611,11 @@ def semantic_active() -> SemanticModel | None:
         )
         if not topics:
             return None
-        texts = [
-            topic_text(name, description, keywords.split(","))
-            for _, name, description, keywords in topics
-        ]
+        texts, owners = [], []
+        for column, (_, name, description, keywords) in enumerate(topics):
+            for text in topic_texts(name, description, keywords.split(",")):
+                texts.append(text)
+                owners.append(column)
         missing = sorted({text for text in texts if (encoder.model_id, text) not in _meanings})
         if missing:
             for text, vector in zip(missing, encoder.encode(missing), strict=True):
@@ -572,7 +642,7 @@ def semantic_active() -> SemanticModel | None:
             negatives=[np.array(sorted(set(r)), dtype=np.int64) for r in negatives],
             paper_ids=paper_ids,
         )
-        model = SemanticModel.fit([pk for pk, *_ in topics], meanings, labels)
+        model = SemanticModel.fit([pk for pk, *_ in topics], meanings, labels, owners=owners)
         _built = (key, model)
         logger.info(
             "Semantic model: %s topics, %s labelled papers, %s topics accept on their own.",

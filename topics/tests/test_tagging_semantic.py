@@ -57,7 +57,7 @@ def test_prototypes_keep_the_meaning_without_labels_and_move_with_them():
     accepted = np.array([[0, 0, 1.0], [0, 0, 0]])  # topic 0: one paper along z
     pulled = prototypes_build(meanings, accepted, np.array([1, 0]))
     np.testing.assert_allclose(np.linalg.norm(pulled, axis=1), 1, atol=1e-6)
-    assert pulled[0, 2] > 0.5  # towards its accepted paper
+    assert pulled[0, 2] > 0.4  # towards its accepted paper
     np.testing.assert_allclose(pulled[1], meanings[1], atol=1e-6)
     more = prototypes_build(meanings, 10 * accepted, np.array([10, 0]))
     assert more[0, 2] > pulled[0, 2]  # many labels weigh more than one
@@ -72,6 +72,15 @@ def test_best_f1_threshold():
     scores = np.array([0.9, 0.8, 0.7, 0.6, 0.2, 0.1])
     assert best_f1_threshold(labels, scores) == pytest.approx(0.4)  # halfway to 0.2
     assert best_f1_threshold(np.zeros(3, bool), scores[:3]) == 1.0
+
+
+def test_several_texts_of_a_topic_are_prototypes_of_it_and_it_takes_the_nearest():
+    # Topic 5 is described by two paragraphs pointing different ways; topic 6 by one.
+    meanings = np.stack([unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1)])
+    model = SemanticModel.fit([5, 6], meanings, owners=[0, 0, 1])
+    cosine = model.cosines(np.stack([unit(0, 1, 0.2), unit(0.1, 0, 1)]))
+    np.testing.assert_allclose(cosine, [[0.98, 0.196], [0.0995, 0.995]], atol=1e-3)
+    assert [c.topic_id for c in model.candidates(np.stack([unit(0, 1, 0.2)]))] == [5]
 
 
 def test_zero_shot_suggests_each_paper_for_its_best_topic_only_and_accepts_nothing():
@@ -135,8 +144,10 @@ def test_topics_with_enough_labels_accept_on_held_out_precision_and_calibrate_on
 
 
 def test_fit_refuses_shapes_that_disagree():
-    with pytest.raises(ValueError, match="2 topics but 1 meaning"):
+    with pytest.raises(ValueError, match="2 meaning owners but 1 vectors"):
         SemanticModel.fit([1, 2], np.ones((1, 3)))
+    with pytest.raises(ValueError, match="each topic needs a meaning"):
+        SemanticModel.fit([1, 2], np.eye(3), owners=[0, 0, 0])
     labels = SemanticLabels(np.ones((1, 4)), [np.zeros(0, int)] * 2, [np.zeros(0, int)] * 2)
     with pytest.raises(ValueError, match="4 dimensions, not 3"):
         SemanticModel.fit([1, 2], np.eye(3)[:2], labels)
