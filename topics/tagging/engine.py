@@ -115,6 +115,8 @@ class _Tagger:
     review_margin: float
     history: bool
     rule_index: RuleIndex | None = None
+    # Active topic pk -> its ancestors' pks (from the materialised paths).
+    ancestors: dict[int, tuple[int, ...]] = field(default_factory=dict, compare=False)
     _semantic: list = field(default_factory=list, compare=False)
 
     def semantic(self) -> SemanticModel | None:
@@ -171,6 +173,10 @@ def _topic_rules() -> tuple[tuple[_TopicRule, ...], frozenset[int]]:
 
 def _tagger() -> _Tagger:
     rules, topic_ids = _topic_rules()
+    ancestors = {
+        pk: tuple(int(part) for part in path.split("/")[:-2] if part)
+        for pk, path in Topic.objects.active().values_list("pk", "path")
+    }
     classifier = classifier_active()
     keyword_rules = sum(not topic_rule.rule.is_empty for topic_rule in rules)
     index = None
@@ -181,6 +187,7 @@ def _tagger() -> _Tagger:
         rule_index=index,
         rules=rules,
         topic_ids=topic_ids,
+        ancestors=ancestors,
         classifier=classifier,
         review_margin=classifier_settings().review_margin,
         history=getattr(settings, "TOPICS_TAGGING_HISTORY", True)
@@ -301,6 +308,7 @@ def _wanted_assignments(
     if semantic is not None:
         rows = [paper for paper in papers if paper[0] in vectors]
         matrix = np.stack([vectors[paper[0]] for paper in rows])
+        _classifier_vetoed(wanted, rows, matrix, semantic)
         for candidate in semantic.candidates(matrix):
             key = (rows[candidate.row][0], candidate.topic_id)
             if candidate.topic_id not in tagger.topic_ids:
@@ -319,7 +327,50 @@ def _wanted_assignments(
                 "labels": semantic.metrics[candidate.topic_id]["positives"],
             }
             wanted[key] = (Assignment.Source.SEMANTIC, state, candidate.score, evidence)
+    _under_descendants_dropped(wanted, tagger)
     return wanted
+
+
+def _under_descendants_dropped(wanted: dict[tuple[int, int], _Target], tagger: _Tagger) -> None:
+    """Drop, in place, classifier and semantic pairs whose paper a rule places in a descendant
+    of the topic: parent topics show their descendants' papers, so a paper is not written
+    under its ancestors too (the demo's group topics took hundreds of their archives' papers,
+    accepted or pending, from a classifier that learnt "physics" from them)."""
+    ruled: dict[int, set[int]] = defaultdict(set)
+    for (paper_id, topic_id), target in wanted.items():
+        if target[0] == Assignment.Source.RULE:
+            ruled[paper_id].update(tagger.ancestors.get(topic_id, ()))
+    for key in [
+        key
+        for key, target in wanted.items()
+        if target[0] != Assignment.Source.RULE and key[1] in ruled.get(key[0], ())
+    ]:
+        del wanted[key]
+
+
+def _classifier_vetoed(
+    wanted: dict[tuple[int, int], _Target], rows: list, matrix: np.ndarray, semantic
+) -> None:
+    """Drop, in place, the classifier's pairs whose paper is far in meaning from the topic
+    (cosine below ``topics.tagging.semantic.MIN_COSINE``): TF-IDF weights of words such as
+    "noisy" or "environments" put a 2008 paper on investments into LLM Agent Training; its
+    embedding is nowhere near. ``rows``: the papers (pk first) of ``matrix``'s rows."""
+    from .semantic import MIN_COSINE
+
+    row_of = {paper[0]: row for row, paper in enumerate(rows)}
+    keys = [
+        key
+        for key, target in wanted.items()
+        if target[0] == Assignment.Source.CLASSIFIER and key[0] in row_of
+    ]
+    if not keys:
+        return
+    cosine = semantic.cosines(matrix)
+    column_of = {int(topic_id): column for column, topic_id in enumerate(semantic.topic_ids)}
+    for paper_id, topic_id in keys:
+        column = column_of.get(topic_id)
+        if column is not None and cosine[row_of[paper_id], column] < MIN_COSINE:
+            del wanted[(paper_id, topic_id)]
 
 
 @dataclass(frozen=True)

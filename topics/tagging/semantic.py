@@ -405,9 +405,12 @@ class SemanticModel:
                 "accepts": False,
             }
             metrics[topic_id] = figures
-            if positive_counts[column] < MIN_TOPIC_LABELS or not n:
-                continue
             truth = membership[:, column] == 1
+            # Precision needs papers the topic should not take: without as many labelled
+            # papers outside it as in it (a root whose labels are every labelled paper), it
+            # cannot be measured and the topic only suggests.
+            if positive_counts[column] < MIN_TOPIC_LABELS or (~truth).sum() < MIN_TOPIC_LABELS:
+                continue
             scores = held_out[:, column]
             threshold = max(best_f1_threshold(truth, scores), 1e-4)
             predicted = scores >= threshold
