@@ -79,8 +79,8 @@ def _training_set(config: ClassifierSettings) -> _TrainingSet:
     of a topic's negatives let every retrain widen the topic on the same labels. Curator
     decisions weigh ``config.curator_weight``, everything else 1. Topics with fewer than
     ``config.min_positives`` positives get only their explicit labels (they get no model);
-    a topic whose every positive is also a positive of one of its descendants gets none either
-    (``covered``: parent topics show their descendants' papers).
+    a topic whose every positive is also a positive of smaller topics (not its ancestors) gets
+    none either (``covered``: an umbrella over other topics, such as the reference page's own).
     """
     labelled = Assignment.objects.filter(_training_labels())
     paper_ids = list(
@@ -128,15 +128,16 @@ def _training_set(config: ClassifierSettings) -> _TrainingSet:
             and (other_path.startswith(path) or path.startswith(other_path))
         ]
         ancestors = {other for other in related if path.startswith(paths[other])}
+        # The papers of smaller topics (not its ancestors): an umbrella is made of them.
         elsewhere = set().union(
             *(
                 rows
                 for other, rows in positives.items()
-                if other != topic_id and other not in ancestors
+                if other not in ancestors and len(rows) < len(positives[topic_id])
             )
         )
         if positives[topic_id] <= elsewhere:
-            # Every paper of it is a paper of another topic, a subtopic or not (the reference
+            # Every paper of it is a paper of a smaller topic, a subtopic or not (the reference
             # page's own topic, whose 30 papers each have their topics on the page): it is an
             # umbrella over them, and a model of it would only learn "not physics" and place
             # papers none of those topics wants (a 2008 paper on investments in "noisy
@@ -222,7 +223,7 @@ def classifier_train(*, apply: bool = True) -> ClassifierModel:
             "name": names.get(topic_id, ""),
             "positives": count,
             "negatives": 0,
-            "status": "covered by its subtopics",
+            "status": "covered by other topics",
             "threshold": None,
             "precision": None,
             "recall": None,

@@ -12,7 +12,7 @@ from papers.models import Paper
 from papers.tests.factories import PaperFactory
 from topics.assignments import assignment_decide
 from topics.models import Assignment, Topic
-from topics.services import topic_create
+from topics.services import topic_create, topic_move
 from topics.tagging import semantic
 from topics.tagging.engine import papers_tag
 from topics.tagging.semantic import (
@@ -320,3 +320,20 @@ def test_retraining_twice_on_the_same_labels_never_widens_a_topic(settings):
         assert not {paper.pk for paper in far} & state_sets.get(root.pk, set())
     pending = Assignment.objects.filter(state=PENDING).count()
     assert pending <= len(all_ids) // 4, pending
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_paper_a_rule_places_in_a_subtopic_is_not_suggested_for_its_parent(
+    meaning_topics, embedded
+):
+    gravity = meaning_topics["gravity"]
+    astronomy = topic_create(name="Gravitational Wave Astronomy.", description=TOPICS["gravity"][1])
+    topic_move(topic=gravity, parent=astronomy)
+    paper = embedded["gravity"]
+    papers_tag(paper_ids=[paper.pk])
+    assert (astronomy.slug, SEMANTIC, PENDING) in machine(paper)  # near in meaning
+
+    Topic.objects.filter(pk=gravity.pk).update(rule_query='"chirp"')
+    papers_tag(paper_ids=[paper.pk])
+    # The parent shows its subtopic's papers: nothing is written under it.
+    assert machine(paper) == {(gravity.slug, "rule", ACCEPTED)}
