@@ -175,6 +175,13 @@ def is_generic_term(term: str, generic: frozenset[str]) -> bool:
     """Whether ``term`` says nothing specific: once every phrase of ``generic`` (folded
     phrases, :func:`generic_phrases`) it contains is taken out, only generic words are left
     ("machine learning", "deep learning models", "Monte Carlo methods")."""
+    variant = _plural_variant(term)
+    if variant is not None and " ".join(_phrase_words(variant)) in generic:
+        return True  # "Artificial Intelligences"
+    return _covered_by(term, generic)
+
+
+def _covered_by(term: str, generic: frozenset[str]) -> bool:
     words = _phrase_words(term)
     if not words:
         return True

@@ -114,6 +114,7 @@ def test_openalex_generic_phrases_include_the_ones_that_misfiled_papers():
         ("sequential Monte Carlo", False),
         ("Genetic Programming", False),
         ("machine learning potentials", False),
+        ("Artificial Intelligences", True),
     ],
 )
 def test_is_generic_term(term, generic):
