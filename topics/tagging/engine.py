@@ -35,6 +35,7 @@ from django.db.models import (
 )
 from django.utils import timezone
 
+from papers.embeddings.encoder import EncoderUnavailable
 from papers.embeddings.vectors import load_vectors
 from papers.models import Paper
 
@@ -426,7 +427,10 @@ def _tag_batch(paper_ids: list[int], tagger: _Tagger) -> int:
         ]
         # Papers with a vector are scored semantically too; the others by their words alone
         # until their vector is stored (``topics.receivers`` re-tags them then).
-        vectors = load_vectors([row[0] for row in papers]) if papers else {}
+        try:
+            vectors = load_vectors([row[0] for row in papers]) if papers else {}
+        except EncoderUnavailable:  # no model files: words alone (semantic_active logs it)
+            vectors = {}
         wanted = _wanted_assignments(papers, cross_lists, tagger, vectors)
 
         # The machine-made test in SQL: no timestamps to parse for every row.
