@@ -29,9 +29,7 @@ import re
 
 import django_filters
 from django import forms
-from django.contrib.postgres.search import SearchQuery
-from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 from django.db.models.functions import Coalesce
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
@@ -40,6 +38,7 @@ from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category
 from topics.models import Assignment, Topic
+from topics.search import MODES, full_text_match
 from topics.selectors import topic_by_slug
 
 __all__ = [
@@ -47,57 +46,12 @@ __all__ = [
     "AssignmentFilter",
     "PaperFilter",
     "PaperOrderingFilter",
-    "SEARCH_WINDOW",
     "SearchFilter",
     "TopicFilter",
-    "full_text_match",
-    "full_text_ranked",
-    "substring_query",
 ]
 
-SEARCH_CONFIG = "english"
 ORDERING_FIELDS = ("submitted", "-submitted", "updated", "-updated", "id", "-id")
 MAX_TEXT_LENGTH = 300
-# search/ ranks at most this many matches: the newest ones (see full_text_ranked).
-SEARCH_WINDOW = 1000
-
-
-def _search_query(q: str) -> SearchQuery:
-    return SearchQuery(q, search_type="websearch", config=SEARCH_CONFIG)
-
-
-# websearch syntax: "a phrase", -excluded, OR between terms, plain words.
-_WEBSEARCH_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
-
-
-def substring_query(q: str) -> Q:
-    """``q`` in PostgreSQL's websearch syntax as substring conditions on title or abstract, for
-    databases without full-text search: every word or ``"phrase"`` must occur (``-term`` must
-    not; ``a OR b`` either), case-insensitively. An empty ``q`` matches everything."""
-    groups: list[Q] = []  # AND of these; each an OR of terms
-    pending_or = False
-    for match in _WEBSEARCH_TOKEN.finditer(q):
-        negate, phrase, word = match.group(1), match.group(2), match.group(3)
-        if word is not None and word.upper() == "OR":
-            pending_or = bool(groups)
-            continue
-        if word is not None and word.startswith("-") and len(word) > 1:
-            negate, word = "-", word[1:]
-        text = (phrase if phrase is not None else word).strip()
-        if not text:
-            continue
-        term = Q(title__icontains=text) | Q(abstract__icontains=text)
-        if negate:
-            term = ~term
-        if pending_or:
-            groups[-1] |= term
-        else:
-            groups.append(term)
-        pending_or = False
-    condition = Q()
-    for group in groups:
-        condition &= group
-    return condition
 
 
 # A word ending in "*": prefix search, which the websearch syntax does not have (PostgreSQL
@@ -107,6 +61,26 @@ FULL_TEXT_HELP = (
     'Full-text words over title and abstract ("a phrase", OR, -word); English stemming '
     "matches word forms (agent finds agents). No prefix* here (saved searches take it)."
 )
+
+
+SEARCH_MODE_HELP = (
+    "hybrid (default): keyword full text and meaning (sentence embeddings) fused into one "
+    "ranking; keyword: full text only; semantic: meaning only. Without the embedding model or "
+    "paper vectors, hybrid and semantic answer with the keyword ranking and meta.mode says so."
+)
+# C0 and C1 control characters other than tab, newline and carriage return.
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def text_without_control_characters(value: str) -> None:
+    """Raise ``ValidationError`` naming the first control character in ``value`` (a search
+    for U+0000 or an escape sequence is a client bug, not a query)."""
+    match = _CONTROL_CHARACTER.search(value)
+    if match:
+        raise forms.ValidationError(
+            "Control character U+%(code)04X at position %(position)d is not allowed.",
+            params={"code": ord(match.group()), "position": match.start()},
+        )
 
 
 def full_text_syntax_validate(value: str) -> None:
@@ -121,46 +95,6 @@ def full_text_syntax_validate(value: str) -> None:
             "searches at /follows/ take prefix*.",
             params={"term": term},
         )
-
-
-def full_text_match(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
-    """Papers of ``queryset`` whose title or abstract match ``q`` (websearch syntax: words,
-    ``"phrases"``, ``-word``, ``OR``): on PostgreSQL through the stored ``search_vector`` and
-    its GIN index (papers migration 0005); elsewhere (the embedded SQLite default) every word
-    or phrase as a case-insensitive substring of title or abstract (:func:`substring_query`)."""
-    if connection.vendor != "postgresql":
-        return queryset.filter(substring_query(q))
-    return queryset.filter(search_vector=_search_query(q))
-
-
-def full_text_ranked(
-    matches: QuerySet[Paper], q: str, *, window: int | None = None
-) -> list[tuple[int, float]]:
-    """``(paper id, rank)`` for the newest ``window`` (default :data:`SEARCH_WINDOW`) papers of
-    ``matches`` (papers matched to ``q`` by :func:`full_text_match`, and filtered), best
-    first: ``rank`` is PostgreSQL's ``ts_rank`` over the stored vector (title weight A above
-    abstract weight B; a float, higher is better; 0.0 on SQLite), ties newest first. One query.
-
-    Bounded on purpose: a common word matches a third of all papers, and ranking them all
-    costs seconds. Taking the newest ``window`` matches first (an index walk newest first for
-    common words, the GIN index for rare ones) keeps search fast and puts recent relevant
-    papers first; ``papers/?q=`` lists every match, newest first.
-    """
-    window = SEARCH_WINDOW if window is None else window
-    newest = matches.prefetch_related(None).select_related(None).order_by("-submitted", "-id")
-    if connection.vendor != "postgresql":
-        return [(paper_id, 0.0) for paper_id in newest.values_list("id", flat=True)[:window]]
-    inner, params = newest.values("id", "submitted", "search_vector")[
-        :window
-    ].query.sql_with_params()
-    # Ranked outside the LIMIT: ts_rank runs on the window's rows only.
-    sql = (
-        "SELECT w.id, ts_rank(w.search_vector, websearch_to_tsquery(%s::regconfig, %s)) AS rank "
-        f"FROM ({inner}) AS w ORDER BY rank DESC, w.submitted DESC, w.id DESC"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [SEARCH_CONFIG, q, *params])
-        return cursor.fetchall()
 
 
 class TopicSlugField(forms.CharField):
@@ -396,15 +330,32 @@ class PaperOrderingFilter(OrderingFilter):
 
 
 class SearchFilter(PaperFilter):
-    """The paper filters, with ``q`` required."""
+    """The paper filters, with ``q`` required and ``mode``: ``q`` only validates here, the
+    ranking (``topics.search.papers_search``) matches and ranks it in the view, since a
+    semantic match needs none of q's words."""
 
     q = django_filters.CharFilter(
-        method="filter_q",
+        method="filter_search_q",
         required=True,
-        max_length=300,
-        validators=[full_text_syntax_validate],
-        help_text=FULL_TEXT_HELP,
+        max_length=MAX_TEXT_LENGTH,
+        validators=[full_text_syntax_validate, text_without_control_characters],
+        help_text=FULL_TEXT_HELP + " Up to 300 characters.",
     )
+    mode = django_filters.ChoiceFilter(
+        method="filter_mode",
+        choices=[(mode, mode) for mode in MODES],
+        empty_label=None,
+        error_messages={
+            "invalid_choice": "Unknown mode %(value)r; one of: " + ", ".join(MODES) + "."
+        },
+        help_text=SEARCH_MODE_HELP,
+    )
+
+    def filter_search_q(self, queryset, name, value: str):
+        return queryset
+
+    def filter_mode(self, queryset, name, value: str):
+        return queryset
 
 
 class TopicFilter(django_filters.FilterSet):

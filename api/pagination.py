@@ -9,7 +9,7 @@
 
 Both answer ``{"next": url|null, "previous": url|null, "results": [...]}``; page numbers add
 ``count`` (for ``search/``: the papers in its ranked window, at most
-``api.filters.SEARCH_WINDOW``, not every match; paper lists have no count, so no ``COUNT``
+``topics.search.SEARCH_WINDOW``, not every match; paper lists have no count, so no ``COUNT``
 runs over a million papers). A ``page_size`` that is not a positive whole number, or above
 the cap, is a 400 naming the parameter (DRF would silently fall back to the default); so is a
 ``cursor`` the API did not hand out (DRF would answer 404).

@@ -357,7 +357,7 @@ def rows_last_modified(rows) -> dt.datetime | None:
 
 def papers_in_order(ranked: list[tuple[int, float]]) -> list[dict]:
     """The rows (:data:`ROW_KEYS` and ``rank``) of the papers of ``ranked`` (``(paper id,
-    rank)`` pairs, as ``api.filters.full_text_ranked`` gives them), in that order; ids no
+    rank)`` pairs, as ``topics.search.papers_search`` gives them), in that order; ids no
     longer stored are left out. One query on PostgreSQL (six elsewhere), none for an empty
     list."""
     if not ranked:

@@ -46,6 +46,9 @@ urlpatterns = [
     path(
         "papers/<path:paper_id>/authors/", papers.PaperAuthorsView.as_view(), name="paper-authors"
     ),
+    path(
+        "papers/<path:paper_id>/similar/", papers.PaperSimilarView.as_view(), name="paper-similar"
+    ),
     path("papers/<path:paper_id>/", papers.PaperDetailView.as_view(), name="paper-detail"),
     path("topics/", topics.TopicListView.as_view(), name="topic-list"),
     path("topics/<slug:slug>/", topics.TopicDetailView.as_view(), name="topic-detail"),

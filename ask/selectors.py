@@ -1,7 +1,9 @@
 """Reads for asking a topic: the topic's papers ranked for a question, and the topic's data
 version (what a cached answer depends on). No side effects; a fixed number of queries.
 
-Two retrieval paths give the same :class:`Retrieval`:
+Two keyword retrieval paths give the same :class:`Retrieval`, which
+:func:`topic_papers_for_question` then fuses with the papers nearest in meaning, as search
+does (``topics.search``):
 
 - PostgreSQL: full-text search ('english' configuration, title weighted above abstract) over
   the topic's papers, ranked by ``ts_rank``; the question's words are OR-ed, since a question
@@ -20,6 +22,7 @@ from django.db import connection
 from django.db.models import Count, Max
 
 from papers.models import Paper
+from topics import search
 from topics.models import Assignment, Topic
 from topics.selectors import topic_papers
 
@@ -33,6 +36,7 @@ __all__ = [
     "topic_papers_for_question",
     "topic_papers_for_question_fallback",
     "topic_papers_for_question_postgres",
+    "with_meaning",
 ]
 
 # Papers handed on to passage selection.
@@ -56,7 +60,8 @@ class Retrieval:
     ``_PAPER_FIELDS`` loaded. ``document_frequency``: per question term (stem from
     :func:`ask.text.question_terms`), the number of the topic's papers holding it.
     ``documents``: the topic's paper count (the fallback: the papers it read).
-    ``backend``: ``"postgresql"`` or ``"python"``.
+    ``backend``: ``"postgresql"`` or ``"python"``. ``mode``: ``"hybrid"`` when the papers
+    were fused with those nearest in meaning (:func:`with_meaning`), else ``"keyword"``.
     """
 
     papers: list[Paper]
@@ -64,6 +69,7 @@ class Retrieval:
     documents: int
     backend: str
     terms: list[str] = field(default_factory=list)
+    mode: str = "keyword"
 
 
 def _question_words(question: str) -> dict[str, str]:
@@ -78,11 +84,48 @@ def _question_words(question: str) -> dict[str, str]:
 
 def topic_papers_for_question(*, topic: Topic, question: str) -> Retrieval:
     """The topic's papers (accepted assignments in the topic and its descendants) ranked for
-    ``question``: PostgreSQL full-text search on PostgreSQL, BM25 in Python elsewhere. A
-    question without content words gives no papers."""
+    ``question`` the way search ranks (``topics.search``, hybrid): the keyword ranking
+    (PostgreSQL full-text search on PostgreSQL, BM25 in Python elsewhere) fused by reciprocal
+    rank fusion with the topic's papers nearest in meaning to the question
+    (:func:`with_meaning`). A question without content words gives no papers; without the
+    embedding model or paper vectors, the keyword ranking alone (``Retrieval.mode``
+    ``"keyword"``)."""
     if connection.vendor == "postgresql":
-        return topic_papers_for_question_postgres(topic=topic, question=question)
-    return topic_papers_for_question_fallback(topic=topic, question=question)
+        retrieval = topic_papers_for_question_postgres(topic=topic, question=question)
+    else:
+        retrieval = topic_papers_for_question_fallback(topic=topic, question=question)
+    return with_meaning(retrieval, topic=topic, question=question)
+
+
+def with_meaning(retrieval: Retrieval, *, topic: Topic, question: str) -> Retrieval:
+    """``retrieval`` (a keyword ranking of ``topic``'s papers for ``question``) fused with the
+    ``CANDIDATES`` papers of the topic nearest in meaning to the question
+    (``topics.search.semantic_ranked``) by ``topics.search.fuse``: at most ``CANDIDATES``
+    papers, best first, ``ask_score`` the fused score, ``mode`` ``"hybrid"``. Returned as it
+    is (``mode`` ``"keyword"``) when the question has no content words or semantic search is
+    unavailable (``topics.search.SemanticUnavailable``). One query more, plus the encoder's
+    work and an index lookup."""
+    if not retrieval.terms:
+        return retrieval
+    try:
+        vector = search.query_vector(question)
+    except search.SemanticUnavailable:
+        return retrieval
+    nearest = search.semantic_ranked(topic_papers(topic=topic), vector, limit=CANDIDATES)
+    keyword = [(paper.id, paper.ask_score) for paper in retrieval.papers]
+    fused = search.fuse([keyword, nearest])[:CANDIDATES]
+    loaded = {paper.id: paper for paper in retrieval.papers}
+    missing = [paper_id for paper_id, _ in fused if paper_id not in loaded]
+    if missing:
+        loaded |= Paper.objects.filter(id__in=missing).only(*_PAPER_FIELDS).in_bulk()
+    papers = []
+    for paper_id, score in fused:
+        paper = loaded[paper_id]
+        paper.ask_score = score
+        papers.append(paper)
+    retrieval.papers = papers
+    retrieval.mode = "hybrid"
+    return retrieval
 
 
 def topic_papers_for_question_postgres(*, topic: Topic, question: str) -> Retrieval:

@@ -253,7 +253,7 @@ def build_cases() -> list[Case]:
                 )
             )
             # The stored vector (papers migration 0005); search ranks the newest 1,000 matches
-            # (api.filters.SEARCH_WINDOW).
+            # (topics.search.SEARCH_WINDOW).
             search_sql = (
                 "SELECT w.id, w.title FROM (SELECT p.id, p.title, p.submitted, p.search_vector "
                 "FROM papers_paper p WHERE p.search_vector @@ websearch_to_tsquery('english', %s) "

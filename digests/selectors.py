@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from follows.models import Follow
 from follows.selectors import follow_papers
+from papers.duplicates import duplicate_twins, duplicates_collapse
 from topics.cards import PaperCard, paper_cards
 
 from .models import Digest, DigestItem
@@ -87,10 +88,12 @@ def digest_new_papers(
     frequency is ``period`` (oldest follow first), the pks of its papers (``follow_papers``)
     stored (``Paper.created_at``) after the follow began and after the previous digest's cutoff
     less ``DIGESTS_WINDOW_OVERLAP_MINUTES``, up to ``cutoff``, and never in an earlier digest of
-    the user. A paper that several follows match is listed under the first only.
+    the user. A paper that several follows match is listed under the first only. A paper
+    stored under two ids (``papers.duplicates``) is carried once: the original when both are
+    new, neither when its twin was in an earlier digest.
 
     Returns ``{follow pk: [paper pk, ...]}`` (newest submitted first) without empty follows;
-    one query per follow plus two.
+    one query per follow plus five.
     """
     previous = (
         Digest.objects.filter(
@@ -121,7 +124,14 @@ def digest_new_papers(
         if paper_ids:
             chosen.update(paper_ids)
             result[follow.pk] = paper_ids
-    return result
+    listed = [pk for paper_ids in result.values() for pk in paper_ids]
+    twins_sent = already_sent.filter(paper_id__in=duplicate_twins(listed))
+    once = set(duplicates_collapse(listed, already=twins_sent.values_list("paper_id", flat=True)))
+    return {
+        follow_pk: kept
+        for follow_pk, paper_ids in result.items()
+        if (kept := [pk for pk in paper_ids if pk in once])
+    }
 
 
 @dataclass

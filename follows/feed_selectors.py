@@ -11,6 +11,7 @@ from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet
 from django.db.models.functions import Left
 from django.db.models.lookups import StartsWith
 
+from papers.duplicates import duplicates_collapse
 from papers.models import Authorship, Paper
 from topics.cards import CARD_ABSTRACT_CHARS, CARD_TITLE_CHARS, PaperCard, paper_cards
 from topics.models import Topic
@@ -39,7 +40,8 @@ class FeedPapers:
 
     Reads the ids once, on first use, in one query: the newest accepted assignments of each
     topic in the followed topics' subtrees and the saved searches' newest papers, merged (one
-    index range scan per topic, see ``topics.selectors.topic_newest_paper_ids``). A slice
+    index range scan per topic, see ``topics.selectors.topic_newest_paper_ids``), then one
+    more to list a paper stored under two ids once (``papers.duplicates``). A slice
     then loads its cards in one query on PostgreSQL (``topics.cards.paper_cards``).
     """
 
@@ -62,7 +64,7 @@ class FeedPapers:
             extra_papers=Paper.objects.filter(pk__in=_search_paper_ids(user=self.user)),
         )
         self.capped = len(ids) > FEED_MAX_PAPERS
-        self._ids = ids[:FEED_MAX_PAPERS]
+        self._ids = duplicates_collapse(ids[:FEED_MAX_PAPERS])
         return self._ids
 
     def count(self) -> int:

@@ -19,6 +19,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
 
+from papers.duplicates import duplicates_collapse
 from topics.cards import CARD_ABSTRACT_CHARS, CARD_TITLE_CHARS, clip_text
 from topics.lookups import active_topic_or_redirect
 from topics.models import Topic
@@ -174,4 +175,7 @@ class PrivateAtomFeed(PaperFeed):
         return f"{_absolute(reverse('feed:index'))}#user-{state.user_id}"
 
     def items(self, state):
-        return atom_papers(user_papers(user=state.user), limit=ATOM_ENTRIES)
+        # A paper stored under two ids is one entry (papers.duplicates).
+        papers = atom_papers(user_papers(user=state.user), limit=ATOM_ENTRIES)
+        once = set(duplicates_collapse([paper.pk for paper in papers]))
+        return [paper for paper in papers if paper.pk in once]

@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class PapersConfig(AppConfig):
     name = "papers"
     verbose_name = "Papers"
+
+    def ready(self):
+        from . import receivers  # noqa: F401  (embedding, near-duplicates)

@@ -1,9 +1,11 @@
 """arXiv records as stored: categories, papers (one row per canonical arXiv identifier), their
 versions, authors with ordered authorships, and the affiliations given on each paper."""
 
+from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models.expressions import Col
+from django.db.models.functions import Greatest, Least
 from django.urls import reverse
 
 from papers.parsers import split_dois
@@ -437,3 +439,50 @@ class PaperEmbedding(models.Model):
 
     def __str__(self):
         return f"{self.paper_id} ({self.model}, {self.dimension} dims)"
+
+
+class PaperDuplicate(models.Model):
+    """Two stored papers that are the same paper under two ids (an arXiv identifier and a
+    local or snapshot copy, or two arXiv identifiers for the same text), found by
+    ``papers.duplicates.duplicates_detect``.
+
+    ``original`` is the one kept wherever a paper is sent once (digests, the feed): the arXiv
+    one, else the earlier submitted, else the older row; ``paper`` is its copy. ``similarity``
+    is the TF-IDF cosine of their titles and abstracts in [0, 1]. ``decision``: ``detected``
+    (linked by detection, counts as a duplicate), ``confirmed`` or ``rejected`` by a curator
+    (final: detection never changes a decided pair; a rejected pair is not a duplicate).
+    One row per unordered pair.
+    """
+
+    class Decision(models.TextChoices):
+        DETECTED = "detected", "Detected"
+        CONFIRMED = "confirmed", "Confirmed by a curator"
+        REJECTED = "rejected", "Rejected by a curator"
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="duplicate_of_links")
+    original = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="copy_links")
+    similarity = models.FloatField(help_text="TF-IDF cosine of title and abstract, 0 to 1.")
+    detected_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    decision = models.CharField(
+        max_length=16, choices=Decision.choices, default=Decision.DETECTED, db_index=True
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-detected_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                Least("paper", "original"),
+                Greatest("paper", "original"),
+                name="unique_duplicate_pair",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(paper=models.F("original")), name="duplicate_of_another_paper"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.paper.identifier} = {self.original.identifier} ({self.similarity:.2f})"

@@ -1,5 +1,7 @@
 """Harvest tasks (queue ``harvest``, routed by ``papers.tasks.*``). Thin: the work is in
-``papers.harvest.harvest_run`` and ``harvest_run_resume``.
+``papers.harvest.harvest_run`` and ``harvest_run_resume``. The embedding task
+(``papers.tasks.embed_papers``) goes to the ``embed`` queue (``papers.tasks.embed_*``), so that a
+worker with an accelerator can take that queue alone.
 
 Both tasks are safe to run again: a task delivered a second time (its worker was killed;
 ``acks_late`` and ``reject_on_worker_lost`` put it back on the queue) or retried after a
@@ -71,3 +73,29 @@ def _continued(summary: HarvestSummary) -> dict:
     if summary.status == HarvestRun.Status.PENDING:
         harvest_resume.delay(summary.run_id)
     return summary.as_dict()
+
+
+@shared_task(name="papers.tasks.embed_papers")
+def embed_papers(paper_ids: list[int]) -> int:
+    """Embed the papers ``paper_ids`` (pks; ones since deleted are ignored) whose vector is
+    missing or stale, through ``papers.embeddings.store.embed_papers``; returns how many were
+    embedded. Safe to run twice: the second run embeds nothing. With the model files missing
+    it logs a warning naming them and returns 0 (nothing to retry until they are installed;
+    ``manage.py embed`` catches up then)."""
+    from .embeddings.encoder import EncoderUnavailable
+    from .embeddings.store import embed_papers as store_embed_papers
+
+    try:
+        return store_embed_papers(paper_ids)
+    except EncoderUnavailable as missing:
+        logger.warning("%d papers not embedded: %s", len(paper_ids), missing)
+        return 0
+
+
+@shared_task(name="papers.tasks.duplicates_detect", ignore_result=True)
+def duplicates_detect(paper_ids: list[int]) -> None:
+    """Link the stored papers ``paper_ids`` (pks; gone ones are skipped) to their
+    near-duplicates (``papers.duplicates.duplicates_detect``). Queue ``default``."""
+    from .duplicates import duplicates_detect as detect
+
+    detect(paper_ids=paper_ids)

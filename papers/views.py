@@ -14,6 +14,8 @@ from django.views.decorators.http import require_safe
 
 from topicsite.pagecache import cache_anonymous_page
 
+from .duplicates import paper_twins
+from .embeddings.similar import similar_papers
 from .identifiers import InvalidArxivId, parse_arxiv_id
 from .models import Authorship, Paper, PaperAffiliation
 
@@ -33,7 +35,8 @@ def _detail_queryset():
 def _render_detail(request, paper):
     """The paper page: one page of authors (``?authors=N``, :data:`AUTHORS_PER_PAGE` each; a
     page number out of range or not a number shows the nearest page) and the first
-    :data:`AFFILIATIONS_SHOWN` affiliations, in a fixed number of queries."""
+    :data:`AFFILIATIONS_SHOWN` affiliations, and its similar papers, in a fixed number of
+    queries."""
     authorships = (
         Authorship.objects.filter(paper=paper)
         .select_related("author")
@@ -47,6 +50,10 @@ def _render_detail(request, paper):
         "authors_page": authors_page,
         "affiliations": list(affiliations.order_by("position")[:AFFILIATIONS_SHOWN]),
         "affiliation_count": affiliations.count(),
+        # Nearest by meaning (papers.embeddings): none until the paper has a vector.
+        "similar": similar_papers(paper),
+        # The same paper stored under other ids ("Also listed as").
+        "twins": paper_twins(paper),
     }
     return render(request, "papers/paper_detail.html", context)
 

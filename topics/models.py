@@ -221,3 +221,61 @@ class ClassifierModel(TimeStampedModel):
 
     def __str__(self):
         return f"classifier v{self.version}{' (active)' if self.active else ''}"
+
+
+class EmergingCluster(TimeStampedModel):
+    """A cluster of recent papers that no topic fits (``topics.emerging``): a candidate for a
+    new topic, shown to curators in the admin and adoptable as a topic in one action.
+
+    Computed over the papers submitted in ``window_start`` to ``window_end`` (both included);
+    ``size`` papers (``papers``, through :class:`EmergingClusterPaper`), of which
+    ``recent_count`` were submitted in the last four weeks of the window and ``previous_count``
+    in the four before; ``growth`` is ``(recent_count + 1) / (previous_count + 1)`` (above 1:
+    growing). ``terms``: the suggested name terms, best first (c-TF-IDF over the cluster's
+    titles and abstracts against the other recent papers); ``name``: the suggested topic name
+    made from them; ``example_titles``: the titles of the papers nearest its centre.
+    ``adopted_topic``: the topic a curator made of it (kept as a record when the clusters are
+    recomputed; the others are replaced).
+    """
+
+    name = models.CharField(max_length=200)
+    terms = models.JSONField(default=list, blank=True)
+    example_titles = models.JSONField(default=list, blank=True)
+    size = models.PositiveIntegerField()
+    recent_count = models.PositiveIntegerField()
+    previous_count = models.PositiveIntegerField()
+    growth = models.FloatField()
+    window_start = models.DateField()
+    window_end = models.DateField()
+    papers = models.ManyToManyField(Paper, through="EmergingClusterPaper", related_name="+")
+    adopted_topic = models.ForeignKey(
+        Topic, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    adopted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    adopted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-growth", "-size", "pk"]
+
+    def __str__(self):
+        return f"{self.name} ({self.size} papers, growth {self.growth:.1f}×)"
+
+
+class EmergingClusterPaper(models.Model):
+    """A paper of an :class:`EmergingCluster`, with its cosine ``similarity`` to the cluster's
+    centre (in [-1, 1]; the papers nearest the centre are the examples)."""
+
+    cluster = models.ForeignKey(EmergingCluster, on_delete=models.CASCADE, related_name="members")
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="+")
+    similarity = models.FloatField()
+
+    class Meta:
+        ordering = ["cluster", "-similarity", "paper"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "paper"], name="unique_emerging_paper"),
+        ]
+
+    def __str__(self):
+        return f"{self.paper_id} in emerging cluster {self.cluster_id}"

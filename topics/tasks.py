@@ -42,3 +42,23 @@ def retrain_classifier() -> int | None:
         return classifier_train(apply=True).version
     finally:
         cache.delete(RETRAIN_LOCK_KEY)
+
+
+EMERGING_LOCK_KEY = "topics:find-emerging"
+EMERGING_LOCK_SECONDS = 60 * 60
+
+
+@shared_task(name="topics.tasks.find_emerging")
+def find_emerging(weeks: int | None = None) -> int | None:
+    """Recompute the emerging clusters over the last ``weeks`` weeks (default
+    ``topics.emerging.WINDOW_WEEKS``) through ``topics.emerging.emerging_clusters_refresh``;
+    returns how many there are now, or None when another run holds the lock (one at a time)."""
+    from .emerging import WINDOW_WEEKS, emerging_clusters_refresh
+
+    if not cache.add(EMERGING_LOCK_KEY, "running", EMERGING_LOCK_SECONDS):
+        logger.info("Emerging clusters already being computed; this run does nothing.")
+        return None
+    try:
+        return len(emerging_clusters_refresh(weeks=weeks or WINDOW_WEEKS))
+    finally:
+        cache.delete(EMERGING_LOCK_KEY)

@@ -241,3 +241,17 @@ class PaperAuthorSerializer(AuthorSerializer):
             "name": authorship.author.name,
             "affiliations": [a.name for a in authorship.api_affiliations],
         }
+
+
+class SimilarPaperSerializer(PaperSerializer):
+    """A paper similar to another (``papers/<id>/similar/``), with ``score``: the cosine
+    similarity of their embeddings, in [-1, 1], higher is closer."""
+
+    score = serializers.FloatField(read_only=True)
+
+    class Meta(PaperSerializer.Meta):
+        fields = [*PaperSerializer.Meta.fields, "score"]
+        read_only_fields = fields
+
+    def add_representation(self, row: dict, data: dict) -> None:
+        data["score"] = round(float(row["rank"]), 6)

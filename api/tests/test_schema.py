@@ -12,6 +12,7 @@ READ_PATHS = [
     "/api/v1/papers/",
     "/api/v1/papers/{paper_id}/",
     "/api/v1/papers/{paper_id}/bibtex/",
+    "/api/v1/papers/{paper_id}/similar/",
     "/api/v1/topics/",
     "/api/v1/topics/{slug}/",
     "/api/v1/topics/{slug}/papers/",
@@ -90,3 +91,17 @@ def test_schema_describes_the_bearer_token_and_the_access_endpoints():
     assert set(follows["post"]["responses"]) >= {"200", "201", "400", "401"}
     decide = schema["paths"]["/api/v1/assignments/{id}/accept/"]["post"]
     assert set(decide["responses"]) >= {"200", "401", "403", "404"}
+
+
+def test_search_documents_mode_and_meta(schema):
+    operation = schema["paths"]["/api/v1/search/"]["get"]
+    parameters = {p["name"]: p for p in operation["parameters"]}
+    assert parameters["mode"]["schema"]["enum"] == ["hybrid", "keyword", "semantic"]
+    assert "meta.mode" in parameters["mode"]["description"]
+    assert parameters["q"]["required"] is True
+    body = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    name = body["$ref"].rsplit("/", 1)[1]
+    meta = schema["components"]["schemas"][name]["properties"]["meta"]
+    assert meta["required"] == ["mode", "requested_mode", "fallback"]
+    assert meta["properties"]["mode"]["enum"] == ["hybrid", "keyword", "semantic"]
+    assert "rank" in schema["components"]["schemas"]["SearchResult"]["properties"]

@@ -6,9 +6,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from api import filters
-from api.filters import full_text_match, full_text_ranked
 from papers.models import Paper
+from topics import search
+from topics.search import full_text_match, full_text_ranked
 
 from .conftest import ids, make_paper
 
@@ -110,7 +110,7 @@ def test_only_the_newest_matches_are_ranked(world):
 
 
 def test_count_is_the_ranked_window_not_every_match(api_client, world, monkeypatch):
-    monkeypatch.setattr(filters, "SEARCH_WINDOW", 2)
+    monkeypatch.setattr(search, "SEARCH_WINDOW", 2)
     body = api_client.get("/api/v1/search/?q=agents").json()
     assert body["count"] == 2
     assert {p["id"] for p in body["results"]} == {"2609.00001", "2609.00002"}
@@ -182,9 +182,9 @@ def test_author_and_affiliation_substrings_can_use_trigram_indexes(world):
 def test_the_substring_fallback_reads_websearch_syntax(q, expected):
     """What search/ and papers/?q= do on the embedded SQLite default, run here on PostgreSQL
     through the same Q object."""
-    from api.filters import substring_query
     from papers.models import Paper
     from papers.tests.factories import PaperFactory
+    from topics.search import substring_query
 
     papers = {
         "mem": PaperFactory(title="Memory for LLM agents", abstract="Agents that remember."),
@@ -208,3 +208,54 @@ def test_prefix_search_is_a_400_naming_the_term_not_silently_nothing(client, url
 def test_a_star_inside_a_phrase_or_alone_is_not_a_prefix(client):
     for q in ("5 * 3", '"rating *"'):
         assert client.get("/api/v1/search/", {"q": q}).status_code == 200, q
+
+
+@pytest.mark.parametrize(
+    ("params", "says"),
+    [
+        ({"q": "a" * 301}, "at most 300 characters"),
+        ({"q": "agents\x00"}, "Null characters are not allowed"),
+        ({"q": "agents \x1b[31m"}, "Control character U+001B at position 7"),
+        ({"q": "age\x85nts"}, "Control character U+0085 at position 3"),
+        (
+            {"q": "agents", "mode": "fuzzy"},
+            "Unknown mode 'fuzzy'; one of: hybrid, keyword, semantic.",
+        ),
+        ({"mode": "keyword"}, "This field is required"),
+    ],
+)
+def test_hostile_input_is_a_400_naming_the_parameter(api_client, world, params, says):
+    response = api_client.get("/api/v1/search/", params)
+    assert response.status_code == 400
+    details = response.json()["error"]["details"]
+    name = "mode" if "mode" in says else "q"
+    assert any(says in message for message in details[name]), details
+
+
+@pytest.mark.parametrize("q", ["the of and", '"tool use', 'agents "', "((agents", "-", "'; --"])
+@pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
+def test_odd_queries_answer_200(api_client, world, q, mode):
+    response = api_client.get("/api/v1/search/", {"q": q, "mode": mode})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["meta"]["requested_mode"] == mode
+    if q == "the of and":
+        assert body["results"] == [] and body["count"] == 0
+
+
+def test_an_unbalanced_quote_reads_as_a_phrase_to_the_end(api_client, world):
+    assert ids(api_client.get("/api/v1/search/", {"q": '"tool use'})) == ["2609.00001"]
+
+
+def test_tab_and_newline_are_spaces_not_errors(api_client, world):
+    assert ids(api_client.get("/api/v1/search/", {"q": "memory\tagents\n"})) == ["2609.00002"]
+
+
+def test_without_vectors_the_response_says_it_ranked_by_keywords(api_client, world):
+    body = api_client.get("/api/v1/search/", {"q": "agents"}).json()
+    assert body["meta"]["mode"] == "keyword"
+    assert body["meta"]["requested_mode"] == "hybrid"
+    assert "no paper has a vector" in body["meta"]["fallback"]
+    keyword = api_client.get("/api/v1/search/", {"q": "agents", "mode": "keyword"}).json()
+    assert keyword["meta"] == {"mode": "keyword", "requested_mode": "keyword", "fallback": None}
+    assert [p["id"] for p in keyword["results"]] == [p["id"] for p in body["results"]]

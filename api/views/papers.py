@@ -1,15 +1,21 @@
 """``papers/``: the paper list (filtered, cursor-paginated), one paper, its authors page by
-page, and one paper as BibTeX. Thin views over ``api.selectors``."""
+page, its similar papers, and one paper as BibTeX. Thin views over ``api.selectors``."""
 
 from __future__ import annotations
 
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import generics
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from papers.embeddings.similar import SIMILAR_COUNT, similar_ranked
 from papers.models import Authorship, Paper
 
 from .. import exports
@@ -21,10 +27,11 @@ from ..selectors import (
     paper_by_api_id,
     paper_row,
     paper_rows,
+    papers_in_order,
     rows_last_modified,
     rows_of,
 )
-from ..serializers.papers import PaperAuthorSerializer, PaperSerializer
+from ..serializers.papers import PaperAuthorSerializer, PaperSerializer, SimilarPaperSerializer
 from .base import FIELDS_PARAMETER, ReadView, StreamAnyAccept, export_filename, streamed_response
 
 PAPER_ID_PARAMETER = OpenApiParameter(
@@ -84,6 +91,31 @@ class PaperDetailView(ReadView):
         row = paper_row(paper)
         self.last_modified = row["last_modified"]
         return Response(self.get_serializer(row).data)
+
+
+@extend_schema(
+    summary="Similar papers",
+    description=f"The {SIMILAR_COUNT} papers nearest in meaning to this one (cosine similarity "
+    "of their sentence embeddings, best first, as `score`), neither withdrawn nor deleted, the "
+    "paper itself left out. `results` is empty while the paper has no embedding yet.",
+    parameters=[PAPER_ID_PARAMETER, FIELDS_PARAMETER],
+    responses={
+        200: inline_serializer(
+            "SimilarPapers", fields={"results": SimilarPaperSerializer(many=True)}
+        )
+    },
+)
+class PaperSimilarView(ReadView):
+    serializer_class = SimilarPaperSerializer
+
+    def get(self, request, paper_id):
+        try:
+            paper = paper_by_api_id(paper_id, Paper.objects.all())
+        except PaperNotFound as error:
+            raise NotFound(str(error)) from None
+        rows = papers_in_order(similar_ranked(paper.pk))
+        self.last_modified = rows_last_modified(rows)
+        return Response({"results": self.get_serializer(rows, many=True).data})
 
 
 @extend_schema(summary="A paper's authors", parameters=[PAPER_ID_PARAMETER])

@@ -1,4 +1,4 @@
-"""``search/``: full-text search over titles and abstracts, ranked within a window."""
+"""``search/``: papers ranked for a query by words and by meaning (hybrid search)."""
 
 from __future__ import annotations
 
@@ -7,24 +7,73 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics
 
 from papers.models import Paper
+from topics.search import DEFAULT_MODE, SEARCH_WINDOW, SEMANTIC_WINDOW, papers_search
 
-from ..filters import SEARCH_WINDOW, SearchFilter, full_text_ranked
+from ..filters import SearchFilter
 from ..pagination import PageNumberPagination
 from ..selectors import papers_in_order, rows_last_modified
 from ..serializers.search import SearchResultSerializer
 from .base import FIELDS_PARAMETER, ReadView
 
 
+class SearchPagination(PageNumberPagination):
+    """Page numbers with ``count``, plus ``meta``: how the results were ranked
+    (``mode``, ``requested_mode``, ``fallback``; see ``topics.search.SearchResults``)."""
+
+    meta: dict | None = None
+
+    def get_paginated_response(self, data):
+        response = super().get_paginated_response(data)
+        response.data["meta"] = self.meta
+        return response
+
+    def get_paginated_response_schema(self, schema):
+        schema = super().get_paginated_response_schema(schema)
+        schema["properties"]["meta"] = {
+            "type": "object",
+            "required": ["mode", "requested_mode", "fallback"],
+            "properties": {
+                "mode": {
+                    "type": "string",
+                    "enum": ["hybrid", "keyword", "semantic"],
+                    "description": "The ranking that ran.",
+                },
+                "requested_mode": {
+                    "type": "string",
+                    "enum": ["hybrid", "keyword", "semantic"],
+                    "description": "The mode asked for.",
+                },
+                "fallback": {
+                    "type": "string",
+                    "nullable": True,
+                    "description": "Why mode differs from requested_mode (the embedding "
+                    "model or the paper vectors are missing); null when it does not.",
+                },
+            },
+        }
+        return schema
+
+
 @extend_schema_view(
     get=extend_schema(
-        summary="Full-text search",
-        description="Papers whose title or abstract match q (PostgreSQL full text, English; "
-        "on the embedded SQLite default every word as a substring, unranked; filters as "
-        "/papers/). Ranked within a window: of the matching papers, the "
-        f"{SEARCH_WINDOW:,} newest submitted are ranked by relevance (a word in the title "
-        "weighs more than one in the abstract), best first, then newest; `count` is the "
-        f"number of papers in that window (at most {SEARCH_WINDOW:,}), not of all matches. "
-        "Page-number pagination. To list every match, newest first, use /papers/?q=.",
+        summary="Search by words and meaning",
+        description="Papers ranked for q, with the filters of /papers/ (topic with its "
+        "descendants, category, dates...). `mode` (default hybrid):\n\n"
+        "- `keyword`: PostgreSQL full text over title and abstract (English, web-search "
+        "syntax; on the embedded SQLite default every word as a substring, unranked). Of "
+        f"the matching papers the {SEARCH_WINDOW:,} newest submitted are ranked by relevance "
+        "(a word in the title weighs more than one in the abstract), best first, then newest; "
+        "`rank` is PostgreSQL's ts_rank.\n"
+        "- `semantic`: the papers nearest in meaning to q (sentence embeddings of title and "
+        f"abstract), the {SEMANTIC_WINDOW} nearest that pass the filters, withdrawn and "
+        "deleted papers left out; `rank` is the cosine similarity.\n"
+        "- `hybrid`: both rankings fused by reciprocal rank fusion; `rank` is the fused "
+        "score. A paper need not contain q's words to be found.\n\n"
+        "When the embedding model or the paper vectors are missing, hybrid and semantic "
+        "answer with the keyword ranking and `meta.mode` says `keyword` (`meta.fallback` "
+        "why). `count` is the number of ranked papers (at most "
+        f"{SEARCH_WINDOW:,}), not of all matches. A q of only stopwords finds nothing. "
+        "Page-number pagination. To list every keyword match, newest first, use /papers/?q=.",
         parameters=[FIELDS_PARAMETER],
     )
 )
@@ -32,17 +81,27 @@ class SearchView(ReadView, generics.ListAPIView):
     serializer_class = SearchResultSerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = SearchFilter
-    pagination_class = PageNumberPagination
+    pagination_class = SearchPagination
 
     def get_queryset(self):
         return Paper.objects.all()
 
     def list(self, request, *args, **kwargs):
-        # The filter backend validates q and the filters and matches; ranking the window gives
-        # (id, rank) pairs, paginated as a list (its count costs no query), then one page of
-        # papers is loaded with everything the serializer shows.
-        matches = self.filter_queryset(self.get_queryset())
-        ranked = full_text_ranked(matches, request.query_params["q"].strip())
-        page = papers_in_order(self.paginate_queryset(ranked))
+        # The filter backend validates q, mode and the filters and applies the filters; the
+        # ranking matches and ranks q among them, giving (id, score) pairs, paginated as a
+        # list (its count costs no query); then one page of papers is loaded with everything
+        # the serializer shows.
+        filtered = self.filter_queryset(self.get_queryset())
+        results = papers_search(
+            q=request.query_params["q"],
+            queryset=filtered,
+            mode=request.query_params.get("mode") or DEFAULT_MODE,
+        )
+        page = papers_in_order(self.paginate_queryset(results.ranked))
         self.last_modified = rows_last_modified(page)
+        self.paginator.meta = {
+            "mode": results.mode,
+            "requested_mode": results.requested_mode,
+            "fallback": results.fallback,
+        }
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

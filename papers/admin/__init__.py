@@ -1,3 +1,4 @@
-"""Admin for papers: arXiv records (``papers``) and harvest runs (``harvest``)."""
+"""Admin for papers: arXiv records (``papers``), near-duplicates (``duplicates``) and harvest
+runs (``harvest``)."""
 
-from . import harvest, papers  # noqa: F401
+from . import duplicates, harvest, papers  # noqa: F401

@@ -146,3 +146,31 @@ def stored_signals():
     papers_stored.connect(receiver, dispatch_uid="test-stored-signals")
     yield sent
     papers_stored.disconnect(dispatch_uid="test-stored-signals")
+
+
+@pytest.fixture
+def index_dir(settings, tmp_path):
+    """``settings.EMBEDDING_INDEX_DIR`` in a fresh temporary directory, so each test starts
+    without an index file."""
+    settings.EMBEDDING_INDEX_DIR = tmp_path / "vectors"
+    return settings.EMBEDDING_INDEX_DIR
+
+
+@pytest.fixture
+def encoder():
+    """The real sentence encoder (``papers.embeddings.encoder.get_encoder``)."""
+    from papers.embeddings.encoder import get_encoder
+
+    return get_encoder()
+
+
+@pytest.fixture
+def missing_model(settings, tmp_path):
+    """``EMBEDDING_MODEL_PATH`` naming a directory that does not exist, the process's encoder
+    forgotten before and after (``reset_encoder``); returns the path."""
+    from papers.embeddings.encoder import reset_encoder
+
+    settings.EMBEDDING_MODEL_PATH = str(tmp_path / "no-model-here")
+    reset_encoder()
+    yield settings.EMBEDDING_MODEL_PATH
+    reset_encoder()

@@ -359,6 +359,7 @@ CELERY_TASK_QUEUES = (Queue("default"), Queue("harvest"), Queue("embed"), Queue(
 CELERY_TASK_ROUTES = {
     # Embedding is its own queue so that hosts with an accelerator can take it alone.
     "papers.tasks.embed_*": {"queue": "embed"},
+    "papers.tasks.duplicates_*": {"queue": "default"},
     "papers.tasks.*": {"queue": "harvest"},
     "topics.tasks.*": {"queue": "tag"},
 }

@@ -14,7 +14,7 @@ SHOW_DATABASE = """
 import hashlib, json
 from django.db import connection
 from django.db.models import Max
-from papers.models import Authorship, Category, Paper, PaperVersion
+from papers.models import Authorship, Category, Paper, PaperEmbedding, PaperVersion
 from topics.models import Assignment, Topic
 
 def fingerprint(queryset, *fields):
@@ -30,6 +30,8 @@ print(json.dumps({
     "versions": PaperVersion.objects.count(),
     "authorships": Authorship.objects.count(),
     "topics": Topic.objects.count(),
+    "embeddings": PaperEmbedding.objects.count(),
+    "embedding_rows": fingerprint(PaperEmbedding.objects, "model", "text_sha256", "embedded_at"),
     "assignments": Assignment.objects.count(),
     "assignment_rows": fingerprint(
         Assignment.objects, "paper", "topic", "source", "state", "score", "decided_by"
@@ -63,7 +65,10 @@ def last_json_line(result):
 def demo(tmp_path_factory, run_manage):
     """Two demo runs on one fresh SQLite file, with the database shown after each."""
     database = tmp_path_factory.mktemp("demo") / "var" / "demo.sqlite3"
-    env = {"DATABASE_URL": f"sqlite:///{database}"}
+    env = {
+        "DATABASE_URL": f"sqlite:///{database}",
+        "EMBEDDING_INDEX_DIR": str(database.parent / "vectors"),
+    }
     runs = []
     for _ in range(2):
         result = run_manage("demo", "--no-serve", env=env, timeout=1200)
@@ -78,9 +83,13 @@ def test_demo_runs_the_main_job_and_prints_the_topic_page_url(demo):
     result, _ = demo["runs"][0]
 
     assert f"Topic page: {TOPIC_URL}" in result.stdout.splitlines()
-    for step in ("[1/6] Apply database migrations", "[6/6] Tag every paper"):
+    for step in (
+        "[1/7] Apply database migrations",
+        "[6/7] Embed the papers (similar papers, tagging by meaning)",
+        "[7/7] Tag every paper",
+    ):
         assert step in result.stdout
-    assert "Run `manage.py tag --all`" not in result.stdout  # step 6 does it
+    assert "Run `manage.py tag --all`" not in result.stdout  # step 7 does it
 
 
 def test_demo_stores_real_papers_topics_and_assignments_in_the_named_file(demo):
@@ -95,6 +104,9 @@ def test_demo_stores_real_papers_topics_and_assignments_in_the_named_file(demo):
     assert shown["versions"] >= shown["arxiv_papers"]
     assert shown["topics"] >= 58
     assert shown["assignments"] > shown["imported_papers"]
+    # Every paper embedded (the model ships with the requirements), its index file written.
+    assert shown["embeddings"] == shown["papers"]
+    assert list((demo["database"].parent / "vectors").glob("*.usearch"))
     summary = (
         f"Papers: {shown['papers']}  Topics: {shown['topics']}  "
         f"Assignments: {shown['assignments']} "

@@ -34,6 +34,14 @@ STEPS = (
         "load_demo_taxonomy",
         ["--no-tag-hint"],
     ),
+    # Before tagging, which reads vectors where they exist. Harvesting queued the embedding of
+    # what it stored; this catches up on the rest (the reference page's papers, a model
+    # installed since the last run). Without the model: a warning, and the demo goes on.
+    (
+        "Embed the papers (similar papers, tagging by meaning)",
+        "embed",
+        ["--skip-missing-model"],
+    ),
     ("Tag every paper", "tag", ["--all"]),
 )
 
@@ -87,7 +95,7 @@ class Command(BaseCommand):
     help = (
         "Run the main job on the configured database (migrate, load categories, import the "
         "reference topic page, harvest the recorded arXiv responses, build the demo taxonomy, "
-        "tag every paper), print a summary and the topic page URL, then serve the site."
+        "embed and tag every paper), print a summary and the topic page URL, then serve the site."
     )
 
     def add_arguments(self, parser):

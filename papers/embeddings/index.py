@@ -1,0 +1,365 @@
+"""The nearest-neighbour index of paper vectors: one usearch file per model that the embed
+worker keeps in step with PostgreSQL and the web processes memory-map.
+
+PostgreSQL (``PaperEmbedding``) is the source of truth; the file under
+``settings.EMBEDDING_INDEX_DIR`` is derived from it and can be rebuilt at any time
+(``manage.py embed --rebuild-index``). Labels are paper ids; the metric is the inner product of
+L2-normalised vectors, so ``1 - distance`` is the cosine similarity.
+
+Writers (:class:`IndexWriter`, used by ``papers.embeddings.store.embed_papers``) add or replace
+the vectors of a committed batch and save the file atomically (a temporary file, then
+``os.replace``) while holding a lock: a PostgreSQL advisory lock (a file lock on SQLite), so two
+workers never write over each other's additions. A writer keeps the index it last saved in
+memory and loads the file again only when another writer has replaced it since.
+
+Readers (:func:`nearest`) open the file with ``view=True``: memory-mapped, read-only, shared
+through the page cache by every web process instead of copied into each. They look at the
+file's identity (inode, size, mtime) at most every :data:`REOPEN_CHECK_SECONDS` and re-open it
+when a writer has replaced it. Withdrawn and deleted papers stay in the file and are filtered
+out through the database at query time (the search asks for more than ``k``).
+
+Without a file (nothing embedded yet with this model, or a fresh checkout) :func:`nearest`
+falls back to exact search with numpy over the vectors in PostgreSQL (cached in the process
+until the rows change): what SQLite, a fresh checkout or a model without a file get. Figures
+behind these choices: bench/README.md, "Vectors".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, Max, QuerySet
+from usearch.index import Index
+
+from papers.models import Paper, PaperEmbedding
+
+from .vectors import current_model_id, vector_from_bytes
+
+# How often a web process looks at the file to see whether a writer replaced it.
+REOPEN_CHECK_SECONDS = 1.0
+# How the file stores vectors: half precision halves the memory of float32 at no measured
+# loss of recall@10 (bench/README.md, "Vectors").
+INDEX_DTYPE = "f16"
+# HNSW graph degree (M), breadth when adding (efConstruction; faiss's default, twice as fast
+# to build as usearch's 128 for 0.02 less recall) and when searching (ef; 128 trades 2 ms for
+# a recall@10 of 0.96 on clustered vectors, bench/README.md).
+CONNECTIVITY = 16
+EXPANSION_ADD = 40
+EXPANSION_SEARCH = 128
+# Rows read from PostgreSQL at a time when rebuilding.
+REBUILD_CHUNK = 10_000
+
+
+def index_path(model: str) -> Path:
+    """The index file of ``model`` under ``settings.EMBEDDING_INDEX_DIR``: a readable slug of
+    the model id and a short hash of it (ids differing only in punctuation get their own file)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:80]
+    digest = hashlib.sha256(model.encode("utf-8")).hexdigest()[:10]
+    return Path(settings.EMBEDDING_INDEX_DIR) / f"{slug}-{digest}.usearch"
+
+
+def _new_index(dimension: int) -> Index:
+    return Index(
+        ndim=dimension,
+        metric="ip",
+        dtype=INDEX_DTYPE,
+        connectivity=CONNECTIVITY,
+        expansion_add=EXPANSION_ADD,
+        expansion_search=EXPANSION_SEARCH,
+    )
+
+
+def _file_identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+@contextlib.contextmanager
+def _write_lock(path: Path):
+    """Held by one writer of ``path`` at a time, across processes and hosts sharing the
+    database: a session-level PostgreSQL advisory lock (released by PostgreSQL if the process
+    dies), or an exclusive file lock beside the index on other databases."""
+    if connection.vendor == "postgresql":
+        key = int.from_bytes(hashlib.sha256(str(path).encode()).digest()[:8], "big", signed=True)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [key])
+        try:
+            yield
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_suffix(".lock"), "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class IndexWriter:
+    """Keeps the index file of ``model`` (vectors of ``dimension`` floats) in step with
+    PostgreSQL. One per process and model (:func:`index_writer`); tests may make more, as a
+    second worker would be."""
+
+    def __init__(self, model: str, dimension: int, path: Path | None = None):
+        self.model = model
+        self.dimension = dimension
+        self.path = path or index_path(model)
+        self._index: Index | None = None
+        self._identity: tuple[int, int, int] | None = None
+
+    def _current(self) -> Index:
+        """The index as the file holds it now (called under the lock): the copy in memory
+        when this writer saved the file last, else the file loaded again, else a new index."""
+        identity = _file_identity(self.path)
+        if self._index is not None and identity == self._identity:
+            return self._index
+        if identity is None:
+            index = _new_index(self.dimension)
+        else:
+            index = Index.restore(str(self.path), view=False)
+            if index is None or index.ndim != self.dimension:
+                index = _new_index(self.dimension)
+            index.expansion_add, index.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
+        self._index, self._identity = index, identity
+        return index
+
+    def _save(self, index: Index) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(
+            dir=self.path.parent, prefix=self.path.name, suffix=".tmp"
+        )
+        os.close(handle)
+        try:
+            index.save(temporary)
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            raise
+        self._identity = _file_identity(self.path)
+        _forget_reader(self.path)
+
+    def update(self, vectors: dict[int, np.ndarray], removed: Iterable[int] = ()) -> int:
+        """Add or replace ``vectors`` (``{paper id: float32 array of shape (dimension,)}``),
+        drop the ids in ``removed``, and save the file atomically, under the write lock.
+        Returns the number of vectors in the file. Raises ValueError on a vector of another
+        dimension (nothing is written)."""
+        ids = np.fromiter(vectors.keys(), dtype=np.uint64, count=len(vectors))
+        matrix = np.zeros((len(ids), self.dimension), dtype=np.float32)
+        for row, vector in enumerate(vectors.values()):
+            if vector.shape != (self.dimension,):
+                raise ValueError(
+                    f"vector of shape {vector.shape} for an index of {self.dimension} dimensions"
+                )
+            matrix[row] = vector
+        gone = np.fromiter(removed, dtype=np.uint64)
+        with _write_lock(self.path):
+            index = self._current()
+            stale = np.concatenate([ids, gone])
+            if len(stale):
+                present = stale[np.asarray(index.contains(stale), dtype=bool).reshape(-1)]
+                if len(present):
+                    index.remove(present)
+            if len(ids):
+                index.add(ids, matrix)
+            self._save(index)
+            return len(index)
+
+    def rebuild(self) -> int:
+        """Build the file again from every ``PaperEmbedding`` row of the model (PostgreSQL is
+        the source of truth), read :data:`REBUILD_CHUNK` rows at a time, and replace the file
+        atomically under the write lock. Returns the number of vectors indexed."""
+        with _write_lock(self.path):
+            index = _new_index(self.dimension)
+            rows = (
+                PaperEmbedding.objects.filter(model=self.model, dimension=self.dimension)
+                .order_by("paper_id")
+                .values_list("paper_id", "vector")
+            )
+            ids: list[int] = []
+            vectors: list[np.ndarray] = []
+            for paper_id, data in rows.iterator(chunk_size=REBUILD_CHUNK):
+                ids.append(paper_id)
+                vectors.append(vector_from_bytes(data))
+                if len(ids) == REBUILD_CHUNK:
+                    index.add(np.array(ids, dtype=np.uint64), np.vstack(vectors))
+                    ids, vectors = [], []
+            if ids:
+                index.add(np.array(ids, dtype=np.uint64), np.vstack(vectors))
+            self._index = index
+            self._save(index)
+            return len(index)
+
+
+_writers: dict[tuple[str, int, Path], IndexWriter] = {}
+_writers_lock = threading.Lock()
+
+
+def index_writer(model: str, dimension: int) -> IndexWriter:
+    """This process's writer of the index file of ``model`` (made on first use)."""
+    path = index_path(model)
+    with _writers_lock:
+        return _writers.setdefault((model, dimension, path), IndexWriter(model, dimension, path))
+
+
+@dataclass
+class _Reader:
+    index: Index
+    identity: tuple[int, int, int]
+    checked: float
+
+
+_readers: dict[Path, _Reader] = {}
+_readers_lock = threading.Lock()
+
+
+def _forget_reader(path: Path) -> None:
+    with _readers_lock:
+        _readers.pop(path, None)
+
+
+def _open_index(path: Path) -> Index | None:
+    """The memory-mapped index at ``path``, re-opened when the file was replaced (looked at
+    no more often than every REOPEN_CHECK_SECONDS); None when there is no file."""
+    now = time.monotonic()
+    with _readers_lock:
+        reader = _readers.get(path)
+        if reader is not None and now - reader.checked < REOPEN_CHECK_SECONDS:
+            return reader.index
+        identity = _file_identity(path)
+        if identity is None:
+            _readers.pop(path, None)
+            return None
+        if reader is not None and reader.identity == identity:
+            reader.checked = now
+            return reader.index
+        index = Index.restore(str(path), view=True)
+        if index is None:
+            _readers.pop(path, None)
+            return None
+        index.expansion_search = EXPANSION_SEARCH  # not stored in the file
+        _readers[path] = _Reader(index, identity, now)
+        return index
+
+
+_exact: dict[str, tuple[tuple, np.ndarray, np.ndarray]] = {}
+
+
+def _exact_candidates(vector: np.ndarray, count: int, model: str) -> list[tuple[int, float]]:
+    """Exact search over every stored vector of ``model`` (no index file): the matrix is
+    cached in the process and read again when the rows' count or latest time changes."""
+    state = PaperEmbedding.objects.filter(model=model).aggregate(
+        n=Count("pk"), t=Max("embedded_at")
+    )
+    signature = (state["n"], state["t"])
+    cached = _exact.get(model)
+    if cached is None or cached[0] != signature:
+        rows = list(PaperEmbedding.objects.filter(model=model).values_list("paper_id", "vector"))
+        ids = np.array([paper_id for paper_id, _ in rows], dtype=np.int64)
+        matrix = (
+            np.vstack([vector_from_bytes(data) for _, data in rows])
+            if rows
+            else np.zeros((0, len(vector)), dtype=np.float32)
+        )
+        cached = _exact[model] = (signature, ids, matrix)
+    _, ids, matrix = cached
+    if not len(ids) or matrix.shape[1] != len(vector):
+        return []
+    scores = matrix @ vector
+    count = min(count, len(ids))
+    top = np.argpartition(-scores, count - 1)[:count]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [(int(ids[i]), float(scores[i])) for i in top]
+
+
+def _index_candidates(index: Index, vector: np.ndarray, count: int) -> list[tuple[int, float]]:
+    matches = index.search(vector, min(count, len(index)))
+    return [
+        (int(key), 1.0 - float(distance))
+        for key, distance in zip(matches.keys, matches.distances, strict=True)
+    ]
+
+
+def nearest(
+    vector: np.ndarray, k: int, *, exclude: Iterable[int] = (), model: str | None = None
+) -> list[tuple[int, float]]:
+    """The ``k`` live papers (neither withdrawn nor deleted) whose vectors of ``model`` (default:
+    the current model) are nearest to ``vector`` (float32, shape (dimension,), L2-normalised):
+    ``[(paper id, cosine similarity in [-1, 1])]``, best first, without the ids in ``exclude``.
+    Fewer when fewer exist. Queries: one for liveness per round (more rounds only when many
+    candidates are not live), plus two without an index file.
+
+    Raises ValueError when ``k`` < 1 or ``vector`` is not one-dimensional.
+    """
+
+    def live_ids(ids):
+        return {
+            pk: pk for pk in Paper.objects.live().filter(pk__in=ids).values_list("pk", flat=True)
+        }
+
+    return _nearest(vector, k, exclude, model, live_ids)
+
+
+def nearest_papers(
+    vector: np.ndarray,
+    k: int,
+    *,
+    exclude: Iterable[int] = (),
+    model: str | None = None,
+    papers: QuerySet[Paper] | None = None,
+) -> list[tuple[Paper, float]]:
+    """As :func:`nearest`, with the papers themselves: ``[(Paper, cosine similarity)]``, best
+    first, each loaded from ``papers`` (default ``Paper.objects.all()``; pass one with the
+    ``select_related`` the caller shows). Loading the papers is the liveness check, so this
+    costs the queries of :func:`nearest` and no more. Raises ValueError as it does."""
+    papers = Paper.objects.all() if papers is None else papers
+    return _nearest(vector, k, exclude, model, lambda ids: papers.live().in_bulk(ids))
+
+
+def _nearest(vector, k, exclude, model, fetch) -> list:
+    """The ``k`` best of the index's candidates that ``fetch`` (ids -> ``{id: item}`` of the
+    live ones, one query) returns, as ``[(item, score)]``; asks the index for more while too
+    many candidates are not live."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    vector = np.ascontiguousarray(vector, dtype=np.float32)
+    if vector.ndim != 1:
+        raise ValueError(f"a query vector is one-dimensional, got shape {vector.shape}")
+    model = model or current_model_id()
+    excluded = set(exclude)
+    index = _open_index(index_path(model))
+    if index is not None and index.ndim != len(vector):
+        index = None
+    total = len(index) if index is not None else None
+    count = k + len(excluded) + max(10, k)
+    while True:
+        if index is not None:
+            candidates = _index_candidates(index, vector, count)
+        else:
+            candidates = _exact_candidates(vector, count, model)
+        candidates = [(pid, score) for pid, score in candidates if pid not in excluded]
+        live = fetch([pid for pid, _ in candidates])
+        found = [(live[pid], score) for pid, score in candidates if pid in live][:k]
+        exhausted = total is not None and count >= total
+        if len(found) == k or exhausted or len(candidates) + len(excluded) < count:
+            return found
+        count *= 4

@@ -1,0 +1,175 @@
+"""The nearest-neighbour index (papers/embeddings/index.py): kept in step by embedding,
+memory-mapped by readers, exact without a file, safe with two writers."""
+
+import threading
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from papers.embeddings import index as vector_index
+from papers.embeddings.encoder import paper_text
+from papers.embeddings.index import IndexWriter, index_path, nearest
+from papers.embeddings.store import embed_papers
+from papers.embeddings.vectors import load_vectors
+from papers.models import Paper
+
+from .factories import PaperFactory
+
+pytestmark = pytest.mark.django_db
+
+ABSTRACTS = [
+    "Large language model agents learn to call tools through reinforcement learning.",
+    "Superconductivity in strontium titanate thin films grown by molecular beam epitaxy.",
+    "A survey of dark matter searches with liquid xenon detectors underground.",
+    "Graph neural networks predict the properties of small organic molecules.",
+    "Stochastic volatility models for pricing options on commodity futures.",
+]
+
+
+@pytest.fixture
+def papers(db):
+    return [
+        PaperFactory(title=f"Paper {i}", abstract=abstract) for i, abstract in enumerate(ABSTRACTS)
+    ]
+
+
+def reopen_now(monkeypatch):
+    monkeypatch.setattr(vector_index, "REOPEN_CHECK_SECONDS", 0.0)
+
+
+def test_embedding_writes_the_index_file_and_nearest_finds_the_paper(encoder, index_dir, papers):
+    embed_papers([p.pk for p in papers])
+    assert index_path(encoder.model_id).exists()
+    assert index_path(encoder.model_id).parent == index_dir
+    query = encoder.encode(["superconducting oxide films"])[0]
+    found = nearest(query, 3)
+    assert found[0][0] == papers[1].pk
+    assert len(found) == 3
+    scores = [score for _, score in found]
+    assert scores == sorted(scores, reverse=True)
+    assert all(-1.0 <= score <= 1.0001 for score in scores)
+
+
+def test_index_search_agrees_with_exact_search_over_postgresql(encoder, index_dir, papers):
+    embed_papers([p.pk for p in papers])
+    query = encoder.encode(["molecules and neural networks"])[0]
+    from_index = nearest(query, 5)
+    index_path(encoder.model_id).unlink()
+    vector_index._forget_reader(index_path(encoder.model_id))
+    exact = nearest(query, 5)
+    assert from_index[0][0] == exact[0][0]
+    assert {pid for pid, _ in from_index} == {pid for pid, _ in exact}
+    exact_scores = dict(exact)
+    for pid, score in from_index:
+        assert score == pytest.approx(exact_scores[pid], abs=2e-3)  # the file is half precision
+
+
+def test_a_new_paper_becomes_findable_and_a_withdrawn_one_is_not(
+    encoder, index_dir, papers, monkeypatch
+):
+    reopen_now(monkeypatch)
+    embed_papers([p.pk for p in papers])
+    query = encoder.encode(["option pricing with stochastic volatility"])[0]
+    assert nearest(query, 1)[0][0] == papers[4].pk
+
+    newcomer = PaperFactory(
+        title="Pricing commodity options", abstract="Option pricing under stochastic volatility."
+    )
+    embed_papers([newcomer.pk])
+    assert nearest(query, 1)[0][0] == newcomer.pk
+
+    Paper.objects.filter(pk=newcomer.pk).update(withdrawn=True)
+    found = [pid for pid, _ in nearest(query, 5)]
+    assert newcomer.pk not in found
+    assert found[0] == papers[4].pk
+    assert len(found) == 5
+
+    Paper.objects.filter(pk=papers[4].pk).delete()
+    assert papers[4].pk not in [pid for pid, _ in nearest(query, 5)]
+
+
+def test_exclude_and_k_larger_than_the_corpus(encoder, index_dir, papers):
+    embed_papers([p.pk for p in papers])
+    vector = load_vectors([papers[0].pk])[papers[0].pk]
+    found = nearest(vector, 50, exclude=[papers[0].pk])
+    assert sorted(pid for pid, _ in found) == sorted(p.pk for p in papers[1:])
+    with pytest.raises(ValueError, match="k must be"):
+        nearest(vector, 0)
+
+
+def test_a_changed_abstract_replaces_the_vector_in_the_index(
+    encoder, index_dir, papers, monkeypatch
+):
+    reopen_now(monkeypatch)
+    embed_papers([p.pk for p in papers])
+    query = encoder.encode(["dark matter detectors"])[0]
+    assert nearest(query, 1)[0][0] == papers[2].pk
+    papers[2].abstract = "Option pricing under stochastic volatility for energy futures."
+    papers[2].save()
+    embed_papers([papers[2].pk])
+    assert nearest(query, 1)[0][0] != papers[2].pk
+    index = vector_index._open_index(index_path(encoder.model_id))
+    assert len(index) == len(papers)
+
+
+def test_rebuild_reads_postgresql(encoder, index_dir, papers):
+    embed_papers([p.pk for p in papers], update_index=False)
+    path = index_path(encoder.model_id)
+    assert not path.exists()
+    writer = IndexWriter(encoder.model_id, encoder.dimension)
+    assert writer.rebuild() == len(papers)
+    vector = encoder.encode([paper_text(papers[3].title, papers[3].abstract)])[0]
+    assert nearest(vector, 1)[0][0] == papers[3].pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_writers_do_not_lose_each_others_vectors(index_dir):
+    """Two writers (as two workers would be), each with its own database connection and its
+    own copy of the index in memory, add vectors in turns: with the lock, the file ends up
+    with all of them."""
+    dimension = 8
+    rng = np.random.default_rng(7)
+    path = index_dir / "shared.usearch"
+    errors = []
+
+    def work(offset):
+        try:
+            writer = IndexWriter("test/model", dimension, path)
+            for round_ in range(15):
+                ids = [offset + round_ * 10 + i for i in range(10)]
+                vectors = rng.normal(size=(10, dimension)).astype(np.float32)
+                writer.update(dict(zip(ids, vectors, strict=True)))
+        except Exception as error:  # reported to the test below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=work, args=(offset,)) for offset in (0, 100_000)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    from usearch.index import Index
+
+    index = Index.restore(str(path), view=True)
+    assert len(index) == 2 * 15 * 10
+    assert all(index.contains(np.array([0, 149, 100_000, 100_149], dtype=np.uint64)))
+
+
+def test_a_reader_re_opens_the_file_another_process_replaced(encoder, index_dir, papers):
+    """A web process knows nothing of the worker's save but the file: it looks at the file's
+    identity once REOPEN_CHECK_SECONDS have passed and maps the new one."""
+    embed_papers([p.pk for p in papers[:3]])
+    path = index_path(encoder.model_id)
+    old = vector_index._open_index(path)
+    assert len(old) == 3
+    embed_papers([p.pk for p in papers[3:]])  # the worker's save
+    # This process as another one would be: still holding the old mapping, checked long ago.
+    vector_index._readers[path] = vector_index._Reader(old, (0, 0, 0), checked=0.0)
+    assert len(vector_index._open_index(path)) == len(papers)
+    # Within the interval the mapping in hand is used without looking at the file.
+    vector_index._readers[path].checked = float("inf")
+    path.unlink()
+    assert len(vector_index._open_index(path)) == len(papers)

@@ -1,0 +1,172 @@
+"""Hybrid search (``topics.search``): keyword full text and vector similarity fused into one
+ranking, the filters applied to both, the keyword fallback, and bad input. The papers are real
+arXiv records (24 of the recorded snapshot), embedded by the real encoder."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from papers.embeddings.store import embed_papers
+from papers.models import Paper, PaperEmbedding
+from papers.tests.conftest import SNAPSHOT_HEAD
+from papers.tests.factories import CategoryFactory, PaperFactory
+from topics import search
+from topics.search import fuse, has_searchable_words, papers_search
+from topics.tests.factories import AssignmentFactory, TopicFactory
+
+pytestmark = pytest.mark.django_db
+
+# 0704.0001, "Calculation of prompt diphoton production cross sections at Tevatron and LHC
+# energies", described without a word of its title.
+PARAPHRASE = "pairs of photons emitted in hadron collisions at next-to-leading order in QCD"
+PARAPHRASED = "0704.0001"
+DIPOLE_PAPERS = {"0704.0033", "0704.0035", "0704.0037", "0704.0038"}
+
+
+def _records() -> list[dict]:
+    """The first 20 records of the recorded snapshot and the four discrete dipole
+    approximation papers (0704.0033, 0035, 0037, 0038)."""
+    with SNAPSHOT_HEAD.open(encoding="utf-8") as lines:
+        records = [json.loads(line) for _, line in zip(range(40), lines, strict=False)]
+    return records[:20] + [r for r in records if r["id"] in DIPOLE_PAPERS]
+
+
+@pytest.fixture(autouse=True)
+def index_dir(settings, tmp_path):
+    """The vector index in a fresh temporary directory: each test starts without one."""
+    settings.EMBEDDING_INDEX_DIR = tmp_path / "vectors"
+    return settings.EMBEDDING_INDEX_DIR
+
+
+@pytest.fixture
+def corpus(db) -> dict[str, Paper]:
+    """24 recorded snapshot papers (:func:`_records`: real titles, abstracts and primary
+    categories), one a day from 2007-04-01, every one embedded."""
+    papers = {}
+    for day, record in enumerate(_records()):
+        title = " ".join(record["title"].split())
+        abstract = " ".join(record["abstract"].split())
+        papers[record["id"]] = PaperFactory(
+            arxiv_id=record["id"],
+            title=title,
+            abstract=abstract,
+            primary_category=CategoryFactory(code=record["categories"].split()[0]),
+            submitted=dt.date(2007, 4, 1) + dt.timedelta(days=day),
+        )
+    assert embed_papers([paper.id for paper in papers.values()]) == len(papers)
+    return papers
+
+
+def _arxiv_ids(results) -> list[str]:
+    by_id = dict(Paper.objects.values_list("id", "arxiv_id"))
+    return [by_id[paper_id] for paper_id, _ in results.ranked]
+
+
+def test_hybrid_ranks_a_paraphrased_paper_first_where_keywords_find_nothing(corpus):
+    keyword = papers_search(q=PARAPHRASE, mode="keyword")
+    assert keyword.ranked == [] and keyword.mode == "keyword"
+
+    hybrid = papers_search(q=PARAPHRASE)
+    assert hybrid.mode == "hybrid" and hybrid.fallback is None
+    assert _arxiv_ids(hybrid)[0] == PARAPHRASED
+    semantic = papers_search(q=PARAPHRASE, mode="semantic")
+    assert _arxiv_ids(semantic)[0] == PARAPHRASED
+    cosines = [score for _, score in semantic.ranked]
+    assert cosines == sorted(cosines, reverse=True) and -1 <= cosines[-1] <= cosines[0] <= 1
+
+
+def test_a_keyword_match_rises_in_the_fused_ranking(corpus):
+    """The phrase is in the titles of four papers: the keyword arm puts those first in the
+    fused list, and the semantic arm adds the papers without it."""
+    q = '"discrete dipole approximation"'
+    keyword = _arxiv_ids(papers_search(q=q, mode="keyword"))
+    assert set(keyword) == DIPOLE_PAPERS
+    hybrid = _arxiv_ids(papers_search(q=q))
+    assert set(hybrid[:4]) == DIPOLE_PAPERS
+    assert len(hybrid) == len(corpus)
+
+
+def test_filters_apply_to_the_semantic_candidates(corpus):
+    math = Paper.objects.filter(primary_category__code__startswith="math.")
+    results = papers_search(q=PARAPHRASE, queryset=math, mode="semantic")
+    assert results.ranked
+    assert set(_arxiv_ids(results)) == set(math.values_list("arxiv_id", flat=True))
+
+    april = Paper.objects.filter(submitted__lte=dt.date(2007, 4, 5))
+    assert set(_arxiv_ids(papers_search(q=PARAPHRASE, queryset=april))) <= {
+        "0704.0001",
+        "0704.0002",
+        "0704.0003",
+        "0704.0004",
+        "0704.0005",
+    }
+
+
+def test_the_index_is_asked_for_more_neighbours_while_too_few_pass_the_filter(corpus, monkeypatch):
+    monkeypatch.setattr(search, "NEAREST_FIRST", 2)
+    monkeypatch.setattr(search, "NEAREST_GROWTH", 2)
+    vector = search.query_vector(PARAPHRASE)
+    everything = search.semantic_ranked(Paper.objects.all(), vector, limit=len(corpus))
+    farthest = everything[-1][0]
+    only = Paper.objects.filter(id=farthest)
+    assert search.semantic_ranked(only, vector, limit=1) == [everything[-1]]
+    monkeypatch.setattr(search, "NEAREST_LIMIT", 4)
+    assert search.semantic_ranked(only, vector, limit=1) == []
+
+
+def test_withdrawn_papers_are_left_out_of_the_semantic_ranking(corpus):
+    Paper.objects.filter(arxiv_id=PARAPHRASED).update(withdrawn=True)
+    assert PARAPHRASED not in _arxiv_ids(papers_search(q=PARAPHRASE, mode="semantic"))
+
+
+def test_without_vectors_hybrid_and_semantic_answer_with_keywords_and_say_so(db):
+    PaperFactory(title="Diphoton production at the Tevatron", abstract="Photon pairs.")
+    for mode in ("hybrid", "semantic"):
+        results = papers_search(q="diphoton", mode=mode)
+        assert results.mode == "keyword" and results.requested_mode == mode
+        assert "no paper has a vector" in results.fallback
+        assert len(results.ranked) == 1 and results.ranked[0][1] > 0
+
+
+def test_vectors_of_another_model_count_as_none(corpus):
+    PaperEmbedding.objects.update(model="someone/else")
+    results = papers_search(q=PARAPHRASE)
+    assert results.mode == "keyword" and results.ranked == []
+
+
+@pytest.mark.parametrize("q", ["", "   ", "the of and", "!!! ???", '"', "- OR"])
+def test_a_query_without_a_searchable_word_finds_nothing_in_every_mode(corpus, q):
+    for mode in search.MODES:
+        assert papers_search(q=q, mode=mode).ranked == []
+
+
+def test_has_searchable_words(db):
+    assert has_searchable_words("GRPO")
+    assert has_searchable_words('"unbalanced quote')
+    assert not has_searchable_words("is it the")
+
+
+def test_an_unknown_mode_is_a_value_error(db):
+    with pytest.raises(ValueError, match="Unknown search mode 'fuzzy'"):
+        papers_search(q="agents", mode="fuzzy")
+
+
+def test_fuse_adds_reciprocal_ranks():
+    fused = fuse([[(1, 9.0), (2, 5.0)], [(2, 0.9), (3, 0.8)]], k=60)
+    assert [paper_id for paper_id, _ in fused] == [2, 1, 3]
+    assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[1][1] == pytest.approx(1 / 61)
+    assert fuse([[], []]) == []
+
+
+def test_topic_filter_through_the_api_takes_descendants(corpus, client):
+    parent = TopicFactory(name="Physics", slug="physics")
+    child = TopicFactory(name="Colliders", slug="colliders", parent=parent)
+    AssignmentFactory(paper=corpus[PARAPHRASED], topic=child)
+    AssignmentFactory(paper=corpus["0704.0002"], topic=parent)
+    body = client.get("/api/v1/search/", {"q": PARAPHRASE, "topic": "physics"}).json()
+    assert body["meta"] == {"mode": "hybrid", "requested_mode": "hybrid", "fallback": None}
+    assert [paper["id"] for paper in body["results"]] == [PARAPHRASED, "0704.0002"]
