@@ -4,8 +4,10 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+    # After the emerging clusters' 0008, which landed on main first (both started from 0006):
+    # one line of migrations, with the numbers each piece of work was given.
     dependencies = [
-        ("topics", "0006_assignment_paper_live"),
+        ("topics", "0008_emerging_cluster"),
     ]
 
     operations = [
