@@ -1,5 +1,6 @@
-"""Benchmark tagging (``topics.tagging.engine.papers_tag``) on PostgreSQL: papers/s for rules only
-and for rules + classifier, with and without history rows for machine writes.
+"""Benchmark tagging (``topics.tagging.engine.papers_tag``) on PostgreSQL: papers/s for rules only,
+for rules + classifier, with and without history rows for machine writes, and with papers'
+vectors stored (rules + classifier + semantic similarity).
 
     .venv/bin/python bench/bench_tagging.py [--papers 50000] [--workers 2]
         [--openalex-field NAME] [--keep] [--smoke]
@@ -17,7 +18,11 @@ and for rules + classifier, with and without history rows for machine writes.
 4. Timed ``papers_tag`` over all of them in batches of ``TAG_BATCH_SIZE``: rules only, first
    run (writes every assignment) and second run (writes nothing); the same with the
    classifier active (loaded before the clock starts; load time printed apart); and rules +
-   classifier with ``TOPICS_TAGGING_HISTORY`` off, to show what the history rows cost.
+   classifier with ``TOPICS_TAGGING_HISTORY`` off, to show what the history rows cost; then
+   with vectors: the real papers embedded (``papers.embeddings.store.embed_papers``; at most
+   ``--embedded`` of them) and each resampled paper given its source's vector (same text, same
+   model), so rules, classifier and semantic similarity (``topics.tagging.semantic``, the
+   model built before the clock starts) all run.
    Assignments of the resampled papers are deleted between configurations. Each run goes in
    one process, then split in ``--workers`` forked processes (each tagging its share, as that
    many Celery worker processes on the ``tag`` queue would), timed from start to the last one
@@ -28,7 +33,8 @@ average (other work on the machine slows every figure), and the ratios rules + c
 rules only and with / without history. Needs PostgreSQL only (no Redis: tasks run
 in-process).
 
-``--smoke`` (what CI runs): 2,000 papers (two batches), 2 workers, on a database of its own
+``--smoke`` (what CI runs): 2,000 papers (two batches), 2 workers, 200 real papers embedded,
+on a database of its own
 (``bench/smoke.py``, dropped at the end); exits non-zero if a first run writes no assignment,
 a second run writes any, or the classifier stored no model.
 """
@@ -72,10 +78,14 @@ def main() -> None:
     parser.add_argument("--openalex-field", default=None)
     parser.add_argument("--database-url", default=None, help=f"default {DEFAULT_DATABASE_URL}")
     parser.add_argument("--keep", action="store_true", help="Keep the database afterwards.")
+    parser.add_argument(
+        "--embedded", type=int, default=None, help="real papers to embed (default: all)"
+    )
     parser.add_argument("--smoke", action="store_true", help="2,000 papers, own database (CI)")
     options = parser.parse_args()
     if options.smoke:
         options.papers, options.workers = 2_000, 2
+        options.embedded = 200
     options.database_url = options.database_url or (
         smoke_database_url(DEFAULT_DATABASE_URL, "tagging")
         if options.smoke
@@ -111,6 +121,7 @@ def run(options) -> None:
     from topics.models import Assignment, ClassifierModel, Topic
     from topics.tagging.classifier import classifier_active
     from topics.tagging.engine import TAG_BATCH_SIZE
+    from topics.tagging.semantic import semantic_active
     from topics.tagging.training import classifier_train
 
     logging.disable(logging.INFO)
@@ -171,7 +182,9 @@ def run(options) -> None:
             ]
         )
     paper_ids = list(
-        Paper.objects.filter(import_key__startswith=RESAMPLED_PREFIX).values_list("pk", flat=True)
+        Paper.objects.filter(import_key__startswith=RESAMPLED_PREFIX)
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )
     resampled = Assignment.objects.filter(paper__import_key__startswith=RESAMPLED_PREFIX)
 
@@ -221,11 +234,62 @@ def run(options) -> None:
         .annotate(count=Count("id"))
     }
     print()
-    print(f"Assignments of the resampled papers after the last run: {by_state}")
+    print(f"Assignments of the resampled papers after the rules + classifier runs: {by_state}")
+
+    embedded, embed_seconds = vectors_store(real, paper_ids, options.embedded)
+    started = time.perf_counter()
+    model = semantic_active()
+    print(
+        f"  ({embedded} of {len(real)} real papers embedded in {embed_seconds:.0f} s, their "
+        f"vectors given to the resampled papers with the same text; semantic model of "
+        f"{model.topic_count} topics built in {time.perf_counter() - started:.2f} s)"
+    )
+    with_vectors = timed("rules + classifier + semantic")
+    by_source = {
+        f"{source} {state}": count
+        for source, state, count in resampled.order_by()
+        .values_list("source", "state")
+        .annotate(count=Count("id"))
+    }
+    if options.smoke and not any(key.startswith("semantic") for key in by_source):
+        raise SystemExit("smoke: semantic similarity wrote no assignment")
+    print()
+    print(f"Assignments of the resampled papers after the last run: {by_source}")
     print(
         f"rules + classifier / rules only: {with_classifier / rules_only:.2f}; "
-        f"with history / without history (first runs): {with_classifier / without_history:.2f}"
+        f"with history / without history (first runs): {with_classifier / without_history:.2f}; "
+        f"with vectors: {with_vectors:,.0f} papers/s in one process "
+        f"({with_vectors / with_classifier:.2f} of rules + classifier)"
     )
+
+
+def vectors_store(real: list[dict], paper_ids: list[int], limit: int | None) -> tuple[int, float]:
+    """Embed the first ``limit`` real papers (all for ``None``) with the project's pipeline,
+    then give each resampled paper (``paper_ids``, made from ``real`` in order) its source's
+    stored vector. Returns (real papers embedded, seconds the embedding took)."""
+    from papers.embeddings.store import embed_papers
+    from papers.models import PaperEmbedding
+
+    sources = [paper["pk"] for paper in real[:limit]]
+    started = time.perf_counter()
+    embed_papers(sources)
+    seconds = time.perf_counter() - started
+    stored = {row.paper_id: row for row in PaperEmbedding.objects.filter(paper_id__in=sources)}
+    copies = []
+    for number, paper_id in enumerate(paper_ids):
+        source = stored.get(real[number % len(real)]["pk"])
+        if source is not None:
+            copies.append(
+                PaperEmbedding(
+                    paper_id=paper_id,
+                    model=source.model,
+                    dimension=source.dimension,
+                    text_sha256=source.text_sha256,
+                    vector=source.vector,
+                )
+            )
+    PaperEmbedding.objects.bulk_create(copies, batch_size=WRITE_CHUNK)
+    return len(stored), seconds
 
 
 def tag_in_processes(paper_ids: list[int], workers: int) -> int:

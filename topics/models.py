@@ -17,6 +17,8 @@ class Topic(TimeStampedModel):
     ``short_name`` is an abbreviation shown before the name in breadcrumbs ("LLM" for "Large
     Language Model"). ``path`` is the materialised path of primary keys from the root
     (``"3/17/"``), kept by ``topics.services`` so descendants are one prefix query.
+    ``keywords``: comma-separated terms; with the name and description, what the topic's
+    meaning is embedded from (:mod:`topics.tagging.semantic`).
     The rule: ``rule_query`` (keywords over title and abstract: phrases in quotes, OR, NOT,
     parentheses) and ``rule_categories`` (papers must have one of them, primary or cross-list).
     An empty query with categories matches every paper in those categories.
@@ -30,6 +32,13 @@ class Topic(TimeStampedModel):
     )
     path = models.CharField(max_length=255, db_index=True, editable=False, default="")
     description = models.TextField(blank=True)
+    # Comma-separated terms that say what the topic is about, beside its name and
+    # description: part of the text its meaning is embedded from (topics.tagging.semantic).
+    keywords = models.TextField(
+        blank=True,
+        help_text="Comma-separated terms that say what the topic is about (its meaning for "
+        "semantic tagging, with the name and description).",
+    )
     rule_query = models.TextField(blank=True)
     rule_categories = models.ManyToManyField(Category, blank=True, related_name="topics")
     active = models.BooleanField(default=True)
@@ -64,20 +73,25 @@ class Topic(TimeStampedModel):
 class Assignment(TimeStampedModel):
     """A paper placed in a topic, with where it came from and its state.
 
-    ``source``: rule / classifier / curator / import. ``state``: accepted or rejected.
-    ``score`` is in [0, 1] where a machine produced it. A **curator decision** is an assignment
+    ``source``: rule / classifier / semantic / curator / import. ``state``: accepted, pending
+    review (a machine's suggestion) or rejected. ``score`` is in [0, 1] where a machine
+    produced it. ``evidence`` says why a machine placed it: ``{"rule": query}``,
+    ``{"terms": [[word, weight], ...]}`` (classifier), ``{"cosine": c, "nearest": [paper pks],
+    "labels": n}`` (semantic); ``{}`` otherwise. A **curator decision** is an assignment
     whose ``decided_by`` is set: re-tagging never changes or deletes it.
     """
 
     class Source(models.TextChoices):
         RULE = "rule", "Rule"
         CLASSIFIER = "classifier", "Classifier"
+        SEMANTIC = "semantic", "Semantic similarity"
         CURATOR = "curator", "Curator"
         IMPORT = "import", "Import"
 
     class State(models.TextChoices):
         ACCEPTED = "accepted", "Accepted"
-        # Machine-made and close to the classifier's threshold: not shown until a curator decides.
+        # Machine-made and close to the classifier's threshold, or a semantic suggestion for a
+        # topic whose precision is not yet known: not shown until a curator decides.
         PENDING = "pending", "Pending review"
         REJECTED = "rejected", "Rejected"
 
@@ -94,6 +108,7 @@ class Assignment(TimeStampedModel):
         related_name="assignment_decisions",
     )
     decided_at = models.DateTimeField(null=True, blank=True)
+    evidence = models.JSONField(default=dict, db_default={}, blank=True)
     # The paper's ``submitted``, copied by database triggers (migration 0005) on every insert
     # and whenever the paper's date changes, so a topic's newest papers are one index scan.
     submitted = models.DateField(null=True, blank=True, editable=False)
@@ -103,7 +118,7 @@ class Assignment(TimeStampedModel):
     paper_live = models.BooleanField(default=True, db_default=True, editable=False)
 
     objects = AssignmentQuerySet.as_manager()
-    history = HistoricalRecords(excluded_fields=["submitted", "paper_live"])
+    history = HistoricalRecords(excluded_fields=["submitted", "paper_live", "evidence"])
 
     class Meta:
         ordering = ["topic", "paper"]

@@ -4,7 +4,7 @@ from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 
 from papers.models import Paper
-from papers.signals import papers_live_changed, papers_stored
+from papers.signals import papers_embedded, papers_live_changed, papers_stored
 
 from .caches import topic_caches_invalidate_on_commit
 from .models import Assignment
@@ -22,6 +22,14 @@ def tag_stored_papers(sender, paper_ids, **kwargs):
     if paper_ids:
         ids = sorted(paper_ids)
         task_publish(tag_papers, ids, remedy=f"manage.py tag --ids {','.join(map(str, ids))}")
+
+
+@receiver(papers_embedded, dispatch_uid="topics.tag_embedded_papers")
+def tag_embedded_papers(sender, paper_ids, **kwargs):
+    """Queue tagging again for papers whose vectors were stored (the signal fires after
+    commit): until then they were tagged by their words alone; now semantic similarity scores
+    them too. Queued like :func:`tag_stored_papers`."""
+    tag_stored_papers(sender, paper_ids)
 
 
 @receiver(pre_delete, sender=Paper, dispatch_uid="topics.counts_after_paper_delete")

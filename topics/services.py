@@ -73,6 +73,7 @@ def topic_create(
     parent: Topic | None = None,
     short_name: str = "",
     description: str = "",
+    keywords: str = "",
     rule_query: str = "",
     rule_categories: Iterable[Category] = (),
     active: bool = True,
@@ -80,7 +81,9 @@ def topic_create(
     """Create a topic under ``parent`` (``None``: a root) with its materialised ``path`` set.
 
     ``slug`` defaults to ``slugify(name)``, made unique with a numeric suffix; an explicit slug
-    is used as given. ``rule_categories`` are ``Category`` rows (or their pks).
+    is used as given. ``rule_categories`` are ``Category`` rows (or their pks). ``keywords``:
+    comma-separated terms, with the name and description what the topic's meaning is
+    embedded from (``topics.tagging.semantic``).
     Raises ``ValueError`` for a blank name, :class:`~topics.tagging.rules.RuleSyntaxError` (a
     ``ValueError`` carrying the 0-based position) for a malformed ``rule_query``, and Django's
     ``ValidationError`` for an invalid or already used slug.
@@ -96,6 +99,7 @@ def topic_create(
             parent=parent,
             short_name=short_name,
             description=description,
+            keywords=keywords,
             rule_query=rule_query,
             active=active,
         )

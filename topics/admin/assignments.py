@@ -4,8 +4,16 @@ curator's."""
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError
+from django.http import HttpResponseBadRequest, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
+from django.views.decorators.http import require_POST
 from simple_history.admin import SimpleHistoryAdmin
 
 from papers.admin.papers import ArxivIdSearchMixin
@@ -55,6 +63,7 @@ class AssignmentAdmin(ArxivIdSearchMixin, SimpleHistoryAdmin):
         "score",
         "decided_by",
         "decided_at",
+        "decide",
     ]
     list_filter = [
         ReviewQueueFilter,
@@ -98,15 +107,97 @@ class AssignmentAdmin(ArxivIdSearchMixin, SimpleHistoryAdmin):
             ]
         return super().formfield_for_choice_field(db_field, request, **kwargs)
 
-    @admin.display(description="words that raised the classifier score")
+    @admin.display(description="why")
     def why(self, assignment):
+        """What placed the paper: the rule's query, the semantic evidence (cosine and the
+        nearest accepted papers of the topic, linked) and the words that raised the
+        classifier score."""
+        lines = []
+        evidence = assignment.evidence or {}
+        if "rule" in evidence:
+            restricted = " (within the topic's categories)" if evidence.get("categories") else ""
+            lines.append(format_html("Rule: {}{}", evidence["rule"] or "categories", restricted))
+        if "cosine" in evidence:
+            nearest = format_html_join(
+                ", ",
+                '<a href="{}">{}</a>',
+                (
+                    (reverse("admin:papers_paper_change", args=[pk]), pk)
+                    for pk in evidence.get("nearest", [])
+                ),
+            )
+            lines.append(
+                format_html(
+                    "Meaning: cosine {} to the topic's prototype ({} accepted papers); "
+                    "nearest accepted papers: {}",
+                    evidence["cosine"],
+                    evidence.get("labels", 0),
+                    nearest or "none yet (its name and description alone)",
+                )
+            )
         try:
             words = classifier_explain(paper=assignment.paper, topic=assignment.topic)
         except ClassifierLoadError as error:
-            return f"Cannot explain: {error}"
-        if not words:
-            return "No classifier model for this topic (it is tagged by its rule)."
-        return ", ".join(f"{word} ({weight:+.2f})" for word, weight in words)
+            words, lines = [], [*lines, f"Cannot explain the classifier: {error}"]
+        if words:
+            lines.append(
+                "Classifier words: "
+                + ", ".join(f"{word} ({weight:+.2f})" for word, weight in words)
+            )
+        if not lines:
+            return "No machine evidence (a curator or an import placed it, or it predates it)."
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
+
+    @admin.display(description="decide")
+    def decide(self, assignment):
+        """One click accept / reject buttons for a machine assignment nobody decided yet (they
+        submit the change list's form, with its CSRF token, to :meth:`quick_decide_view`)."""
+        if assignment.is_curator_decision or assignment.decided_at is not None:
+            return ""
+        url = reverse("admin:topics_assignment_quick_decide")
+        return format_html(
+            '<button type="submit" name="decision" value="accepted:{pk}" formaction="{url}" '
+            'title="Accept (your decision)">Accept</button> '
+            '<button type="submit" name="decision" value="rejected:{pk}" formaction="{url}" '
+            'title="Reject (your decision)">Reject</button>',
+            pk=assignment.pk,
+            url=url,
+        )
+
+    def get_urls(self):
+        return [
+            path(
+                "decide/",
+                self.admin_site.admin_view(require_POST(self.quick_decide_view)),
+                name="topics_assignment_quick_decide",
+            ),
+            *super().get_urls(),
+        ]
+
+    def quick_decide_view(self, request):
+        """POST ``decision=<accepted|rejected>:<assignment pk>``: that assignment decided by the
+        curator (``assignment_decide``), then back to the list they came from. 400 for a
+        malformed decision, 403 without the change permission, 404 for an unknown pk."""
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        state, _, pk = request.POST.get("decision", "").partition(":")
+        if state not in (Assignment.State.ACCEPTED, Assignment.State.REJECTED) or not pk.isdigit():
+            return HttpResponseBadRequest(
+                "decision must be 'accepted:<assignment id>' or 'rejected:<assignment id>'."
+            )
+        assignment = get_object_or_404(Assignment.objects.select_related("paper", "topic"), pk=pk)
+        assignment_decide(assignment=assignment, state=state, user=request.user)
+        self.message_user(
+            request,
+            f"{assignment.paper.identifier} {state} in {assignment.topic.name!r} by you.",
+            messages.SUCCESS,
+        )
+        back = request.META.get("HTTP_REFERER", "")
+        if not url_has_allowed_host_and_scheme(
+            back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            back = reverse("admin:topics_assignment_changelist")
+        return HttpResponseRedirect(back)
 
     def get_ordering(self, request):
         if request.GET.get(ReviewQueueFilter.parameter_name) == ReviewQueueFilter.VALUE:

@@ -121,21 +121,22 @@ class DeciderFilter(admin.SimpleListFilter):
 
 
 class ReviewQueueFilter(admin.SimpleListFilter):
-    """The review queue: classifier assignments left pending (their score is near the topic's
-    threshold) that no person has decided. Listed highest score first."""
+    """The review queue: machine assignments left pending that no person has decided: the
+    classifier's near a topic's threshold and semantic suggestions (topics whose precision is
+    not yet known). Listed highest score first."""
 
     title = "review queue"
     parameter_name = "review"
     VALUE = "queue"
 
     def lookups(self, request, model_admin):
-        return [(self.VALUE, "Pending classifier assignments")]
+        return [(self.VALUE, "Pending machine suggestions")]
 
     def queryset(self, request, queryset):
         if self.value() != self.VALUE:
             return queryset
         return queryset.machine_made().filter(
             decided_at__isnull=True,  # a decision whose curator account was deleted
-            source=Assignment.Source.CLASSIFIER,
+            source__in=[Assignment.Source.CLASSIFIER, Assignment.Source.SEMANTIC],
             state=Assignment.State.PENDING,
         )

@@ -60,6 +60,7 @@ class TopicAdminForm(forms.ModelForm):
             "slug",
             "parent",
             "description",
+            "keywords",
             "active",
             "rule_query",
             "rule_categories",
@@ -168,7 +169,20 @@ class TopicAdmin(SimpleHistoryAdmin):
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = [
-            (None, {"fields": ["name", "short_name", "slug", "parent", "description", "active"]}),
+            (
+                None,
+                {
+                    "fields": [
+                        "name",
+                        "short_name",
+                        "slug",
+                        "parent",
+                        "description",
+                        "keywords",
+                        "active",
+                    ]
+                },
+            ),
             (
                 "Rule",
                 {
@@ -257,6 +271,7 @@ class TopicAdmin(SimpleHistoryAdmin):
                 parent=obj.parent,
                 short_name=obj.short_name,
                 description=obj.description,
+                keywords=obj.keywords,
                 rule_query=obj.rule_query,
                 active=obj.active,
             )

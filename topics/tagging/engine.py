@@ -1,21 +1,25 @@
-"""The tagging engine: apply every active topic's rule and the active classifier to papers and
-write the machine-made assignments they call for, in batches (plan, then one COPY and a few
+"""The tagging engine: apply every active topic's rule, the active classifier and semantic
+similarity (for papers with a stored vector) to papers and write the machine-made assignments
+they call for, in batches (plan, then one COPY and a few
 guarded statements on PostgreSQL, the ORM elsewhere), with the assignment history; and queue
 that work on the ``tag`` queue.
 
 Curator decisions and ``import`` assignments are never changed or deleted here; only
-machine-made ``rule`` and ``classifier`` assignments (:data:`MACHINE_SOURCES`, no decision).
+machine-made ``rule``, ``classifier`` and ``semantic`` assignments (:data:`MACHINE_SOURCES`,
+no decision).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
+import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import (
@@ -24,12 +28,15 @@ from django.db.models import (
     CharField,
     ExpressionWrapper,
     FloatField,
+    JSONField,
     Q,
     Value,
     When,
 )
 from django.utils import timezone
 
+from papers.embeddings.encoder import EncoderUnavailable
+from papers.embeddings.vectors import load_vectors
 from papers.models import Paper
 
 from ..caches import topic_caches_invalidate_on_commit
@@ -43,6 +50,7 @@ from .classifier import (
     paper_text,
 )
 from .rules import Rule, RuleIndex, RuleSyntaxError, compile_rule, rule_index
+from .semantic import SemanticModel, semantic_active
 
 __all__ = [
     "MACHINE_SOURCES",
@@ -63,9 +71,14 @@ TAG_CHUNK_SIZE = 1000
 # of trying every rule on every paper (:class:`~topics.tagging.rules.RuleIndex`).
 RULE_INDEX_MIN_RULES = 64
 
-MACHINE_SOURCES = (Assignment.Source.RULE, Assignment.Source.CLASSIFIER)
-_RULE_MATCH = (Assignment.Source.RULE, Assignment.State.ACCEPTED, 1.0)
-_ASSIGNMENT_FIELDS = [field.attname for field in Assignment._meta.concrete_fields]
+MACHINE_SOURCES = (
+    Assignment.Source.RULE,
+    Assignment.Source.CLASSIFIER,
+    Assignment.Source.SEMANTIC,
+)
+_ASSIGNMENT_FIELDS = [model_field.attname for model_field in Assignment._meta.concrete_fields]
+# What tagging wants for a (paper, topic): (source, state, score, evidence).
+_Target = tuple[str, str, float, dict]
 
 
 def _machine_made() -> Q:
@@ -82,13 +95,20 @@ class _TopicRule:
     topic_id: int
     rule: Rule
     category_ids: frozenset[int]
+    query: str = ""
+
+    @property
+    def evidence(self) -> dict:
+        """Why a match is placed: the rule's query, and whether categories restrict it."""
+        return {"rule": self.query, "categories": bool(self.category_ids)}
 
 
 @dataclass(frozen=True)
 class _Tagger:
     """What one :func:`papers_tag` call applies to every batch: the compiled rules, the active
-    topics, the active classifier (``None``: rules only), the review margin and whether
-    machine writes are recorded in the assignment history."""
+    topics, the active classifier (``None``: rules only), the review margin, whether
+    machine writes are recorded in the assignment history, and the semantic model, built on
+    the first batch that has papers with vectors (:meth:`semantic`)."""
 
     rules: tuple[_TopicRule, ...]
     topic_ids: frozenset[int]
@@ -96,6 +116,17 @@ class _Tagger:
     review_margin: float
     history: bool
     rule_index: RuleIndex | None = None
+    # Active topic pk -> its ancestors' pks (from the materialised paths).
+    ancestors: dict[int, tuple[int, ...]] = field(default_factory=dict, compare=False)
+    _semantic: list = field(default_factory=list, compare=False)
+
+    def semantic(self) -> SemanticModel | None:
+        """The semantic model (:func:`~topics.tagging.semantic.semantic_active`), built once
+        per tagging run and only when needed: papers without a vector never load the
+        encoder."""
+        if not self._semantic:
+            self._semantic.append(semantic_active())
+        return self._semantic[0]
 
     @property
     def change_reason(self) -> str:
@@ -135,12 +166,18 @@ def _topic_rules() -> tuple[tuple[_TopicRule, ...], frozenset[int]]:
         except RuleSyntaxError as error:
             logger.error("Topic %s (%s): rule not applied: %s", topic_id, slug, error)
             continue
-        compiled.append(_TopicRule(topic_id, rule, frozenset(category_ids[topic_id])))
+        compiled.append(
+            _TopicRule(topic_id, rule, frozenset(category_ids[topic_id]), rule_query.strip())
+        )
     return tuple(compiled), frozenset(topic_ids)
 
 
 def _tagger() -> _Tagger:
     rules, topic_ids = _topic_rules()
+    ancestors = {
+        pk: tuple(int(part) for part in path.split("/")[:-2] if part)
+        for pk, path in Topic.objects.active().values_list("pk", "path")
+    }
     classifier = classifier_active()
     keyword_rules = sum(not topic_rule.rule.is_empty for topic_rule in rules)
     index = None
@@ -151,6 +188,7 @@ def _tagger() -> _Tagger:
         rule_index=index,
         rules=rules,
         topic_ids=topic_ids,
+        ancestors=ancestors,
         classifier=classifier,
         review_margin=classifier_settings().review_margin,
         history=getattr(settings, "TOPICS_TAGGING_HISTORY", True)
@@ -171,9 +209,9 @@ def chunked(items: Iterable[int], size: int) -> Iterator[list[int]]:
 
 
 def papers_tag(*, paper_ids: Sequence[int]) -> int:
-    """Apply every active topic's rule and the active classifier to the papers ``paper_ids``
-    (pks; unknown ones ignored), so that their machine-made assignments are what the rules and
-    the classifier say now.
+    """Apply every active topic's rule, the active classifier and semantic similarity to the
+    papers ``paper_ids`` (pks; unknown ones ignored), so that their machine-made assignments are
+    what they say now.
 
     - **Rules**: a paper matches a topic when the rule query matches its title and abstract
       and, if the topic lists rule categories, its primary category or a cross-list is one of
@@ -183,9 +221,19 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
       with a model and no rule match, a score at or above the topic's threshold is a ``classifier``
       assignment, ``accepted``; a score within ``TOPICS_CLASSIFIER_REVIEW_MARGIN`` below it is
       ``pending`` (the review queue, not shown on pages). Scores are in [0, 1], 4 decimals.
-    - A machine-made (no decider, no decision time) ``rule`` or ``classifier`` assignment that
-      neither supports any more is removed; without an active classifier, ``classifier``
-      assignments are left as they are (nothing can judge them).
+    - **Semantic similarity** (papers with a stored vector of the current model,
+      ``papers.embeddings.vectors.load_vectors``; see ``topics.tagging.semantic``): a topic
+      whose held-out precision reaches the target accepts papers at or above its threshold
+      (``semantic``, ``accepted``); any other topic gets a paper whose best-fitting topic it
+      is as a suggestion (``pending``). A rule match wins over both, an accepted classifier
+      score over a semantic one, a semantic acceptance over a pending classifier score.
+      Papers without a vector are tagged by their words until it is stored.
+    - Every machine assignment says why in ``evidence``: the rule's query, the classifier
+      version, or the cosine, the topic's accepted papers nearest to the paper and their number.
+    - A machine-made (no decider, no decision time) ``rule``, ``classifier`` or ``semantic``
+      assignment that none supports any more is removed; without an active classifier,
+      ``classifier`` assignments are left as they are (nothing can judge them), and so are
+      ``semantic`` ones of papers without a vector or with no encoder.
     - Curator decisions and ``import`` assignments are never changed or deleted, and no
       machine assignment is created where one of them exists.
 
@@ -213,10 +261,16 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
 
 
 def _wanted_assignments(
-    papers: list[tuple[int, str, str, int]], cross_lists: dict[int, set[int]], tagger: _Tagger
-) -> dict[tuple[int, int], tuple[str, str, float]]:
-    """``(paper pk, topic pk) -> (source, state, score)`` the rules and classifier give."""
-    wanted: dict[tuple[int, int], tuple[str, str, float]] = {}
+    papers: list[tuple[int, str, str, int]],
+    cross_lists: dict[int, set[int]],
+    tagger: _Tagger,
+    vectors: dict[int, np.ndarray] | None = None,
+) -> dict[tuple[int, int], _Target]:
+    """``(paper pk, topic pk) -> (source, state, score, evidence)`` the rules, the classifier
+    and, for papers in ``vectors`` (pk -> unit vector), semantic similarity give. A rule match
+    wins; then an accepted classifier score; a semantic acceptance beats a classifier's
+    pending score."""
+    wanted: dict[tuple[int, int], _Target] = {}
     classifier = tagger.classifier
     texts = []
     for paper_id, title, abstract, primary_category_id in papers:
@@ -237,15 +291,87 @@ def _wanted_assignments(
                     folded = paper_text(title, abstract)
                 if not topic_rule.rule.matches_folded(folded):
                     continue
-            wanted[(paper_id, topic_rule.topic_id)] = _RULE_MATCH
+            wanted[(paper_id, topic_rule.topic_id)] = (
+                Assignment.Source.RULE,
+                Assignment.State.ACCEPTED,
+                1.0,
+                topic_rule.evidence,
+            )
     if classifier is not None:
         for candidate in classifier.candidates(texts, margin=tagger.review_margin):
             key = (papers[candidate.row][0], candidate.topic_id)
             if key in wanted or candidate.topic_id not in tagger.topic_ids:
                 continue
             state = Assignment.State.ACCEPTED if candidate.accepted else Assignment.State.PENDING
-            wanted[key] = (Assignment.Source.CLASSIFIER, state, candidate.score)
+            evidence = {"classifier": classifier.version}
+            wanted[key] = (Assignment.Source.CLASSIFIER, state, candidate.score, evidence)
+    semantic = tagger.semantic() if vectors else None
+    if semantic is not None:
+        rows = [paper for paper in papers if paper[0] in vectors]
+        matrix = np.stack([vectors[paper[0]] for paper in rows])
+        _classifier_vetoed(wanted, rows, matrix, semantic)
+        for candidate in semantic.candidates(matrix):
+            key = (rows[candidate.row][0], candidate.topic_id)
+            if candidate.topic_id not in tagger.topic_ids:
+                continue
+            known = wanted.get(key)
+            if known is not None and (
+                known[0] == Assignment.Source.RULE
+                or known[1] == Assignment.State.ACCEPTED
+                or not candidate.accepted
+            ):
+                continue
+            state = Assignment.State.ACCEPTED if candidate.accepted else Assignment.State.PENDING
+            evidence = {
+                "cosine": candidate.cosine,
+                "nearest": semantic.nearest_labelled(matrix[candidate.row], candidate.topic_id),
+                "labels": semantic.metrics[candidate.topic_id]["positives"],
+            }
+            wanted[key] = (Assignment.Source.SEMANTIC, state, candidate.score, evidence)
+    _under_descendants_dropped(wanted, tagger)
     return wanted
+
+
+def _under_descendants_dropped(wanted: dict[tuple[int, int], _Target], tagger: _Tagger) -> None:
+    """Drop, in place, classifier and semantic pairs whose paper a rule places in a descendant
+    of the topic: parent topics show their descendants' papers, so a paper is not written
+    under its ancestors too (the demo's group topics took hundreds of their archives' papers,
+    accepted or pending, from a classifier that learnt "physics" from them)."""
+    ruled: dict[int, set[int]] = defaultdict(set)
+    for (paper_id, topic_id), target in wanted.items():
+        if target[0] == Assignment.Source.RULE:
+            ruled[paper_id].update(tagger.ancestors.get(topic_id, ()))
+    for key in [
+        key
+        for key, target in wanted.items()
+        if target[0] != Assignment.Source.RULE and key[1] in ruled.get(key[0], ())
+    ]:
+        del wanted[key]
+
+
+def _classifier_vetoed(
+    wanted: dict[tuple[int, int], _Target], rows: list, matrix: np.ndarray, semantic
+) -> None:
+    """Drop, in place, the classifier's pairs whose paper is far in meaning from the topic
+    (cosine below ``topics.tagging.semantic.MIN_COSINE``): TF-IDF weights of words such as
+    "noisy" or "environments" put a 2008 paper on investments into LLM Agent Training; its
+    embedding is nowhere near. ``rows``: the papers (pk first) of ``matrix``'s rows."""
+    from .semantic import MIN_COSINE
+
+    row_of = {paper[0]: row for row, paper in enumerate(rows)}
+    keys = [
+        key
+        for key, target in wanted.items()
+        if target[0] == Assignment.Source.CLASSIFIER and key[0] in row_of
+    ]
+    if not keys:
+        return
+    cosine = semantic.cosines(matrix)
+    column_of = {int(topic_id): column for column, topic_id in enumerate(semantic.topic_ids)}
+    for paper_id, topic_id in keys:
+        column = column_of.get(topic_id)
+        if column is not None and cosine[row_of[paper_id], column] < MIN_COSINE:
+            del wanted[(paper_id, topic_id)]
 
 
 @dataclass(frozen=True)
@@ -259,11 +385,14 @@ class _Stored:
     state: str
     score: float | None
     machine: bool
+    evidence: dict
 
 
-def _needs_update(stored: _Stored, target: tuple[str, str, float]) -> bool:
-    source, state, score = target
+def _needs_update(stored: _Stored, target: _Target) -> bool:
+    source, state, score, evidence = target
     if (stored.source, stored.state) != (source, state) or stored.score is None:
+        return True
+    if evidence and not stored.evidence:  # written before assignments said why
         return True
     if source == Assignment.Source.RULE:
         return stored.score != score
@@ -296,20 +425,28 @@ def _tag_batch(paper_ids: list[int], tagger: _Tagger) -> int:
             )
             if row[0] in batch
         ]
-        wanted = _wanted_assignments(papers, cross_lists, tagger)
+        # Papers with a vector are scored semantically too; the others by their words alone
+        # until their vector is stored (``topics.receivers`` re-tags them then).
+        try:
+            vectors = load_vectors([row[0] for row in papers]) if papers else {}
+        except EncoderUnavailable:  # no model files: words alone (semantic_active logs it)
+            vectors = {}
+        wanted = _wanted_assignments(papers, cross_lists, tagger, vectors)
 
         # The machine-made test in SQL: no timestamps to parse for every row.
         existing = {
-            (paper_id, topic_id): _Stored(pk, topic_id, source, state, score, machine)
-            for pk, paper_id, topic_id, source, state, score, machine in Assignment.objects.filter(
-                **_batch_filter(paper_ids, "paper_id")
+            (paper_id, topic_id): _Stored(pk, topic_id, source, state, score, machine, evidence)
+            for pk, paper_id, topic_id, source, state, score, machine, evidence in (
+                Assignment.objects.filter(**_batch_filter(paper_ids, "paper_id"))
+                .annotate(machine=ExpressionWrapper(_machine_made(), output_field=BooleanField()))
+                .values_list(
+                    "pk", "paper_id", "topic_id", "source", "state", "score", "machine", "evidence"
+                )
             )
-            .annotate(machine=ExpressionWrapper(_machine_made(), output_field=BooleanField()))
-            .values_list("pk", "paper_id", "topic_id", "source", "state", "score", "machine")
             if paper_id in batch
         }
         to_create = sorted(key for key in wanted if key not in existing)
-        to_update: list[tuple[_Stored, tuple[str, str, float]]] = []
+        to_update: list[tuple[_Stored, _Target]] = []
         to_delete: list[_Stored] = []
         for key, stored in existing.items():
             if not stored.machine:
@@ -318,7 +455,7 @@ def _tag_batch(paper_ids: list[int], tagger: _Tagger) -> int:
             if target is not None:
                 if _needs_update(stored, target):
                     to_update.append((stored, target))
-            elif stored.source == Assignment.Source.RULE or tagger.classifier is not None:
+            elif _judged(stored, tagger, key[0] in vectors):
                 to_delete.append(stored)
 
         plan = _TagPlan(
@@ -336,13 +473,25 @@ def _tag_batch(paper_ids: list[int], tagger: _Tagger) -> int:
     return written
 
 
+def _judged(stored: _Stored, tagger: _Tagger, has_vector: bool) -> bool:
+    """Whether this run can judge a machine-made assignment it no longer wants (and so removes
+    it): a rule's always; a classifier's with an active classifier; a semantic one when the
+    paper has a vector of the current model and the semantic model is on."""
+    if stored.source == Assignment.Source.CLASSIFIER:
+        return tagger.classifier is not None
+    if stored.source == Assignment.Source.SEMANTIC:
+        return has_vector and tagger.semantic() is not None
+    return True
+
+
 @dataclass(frozen=True)
 class _TagPlan:
-    """What one batch writes: ``create`` rows ``(paper pk, topic pk, source, state, score)``,
-    ``update`` rows ``(assignment pk, source, state, score)``, ``delete`` assignment pks."""
+    """What one batch writes: ``create`` rows ``(paper pk, topic pk, source, state, score,
+    evidence)``, ``update`` rows ``(assignment pk, source, state, score, evidence)``,
+    ``delete`` assignment pks."""
 
-    create: list[tuple[int, int, str, str, float]]
-    update: list[tuple[int, str, str, float]]
+    create: list[tuple[int, int, str, str, float, dict]]
+    update: list[tuple[int, str, str, float, dict]]
     delete: list[int]
 
 
@@ -375,16 +524,18 @@ def _plan_sql() -> dict[str, str]:
         )
 
     create = (
-        f"INSERT INTO {table} (created_at, updated_at, paper_id, topic_id, source, state, score) "
-        f"SELECT %(now)s, %(now)s, paper_id, topic_id, source, state, score FROM {_PLAN_TABLE} "
+        f"INSERT INTO {table} "
+        "(created_at, updated_at, paper_id, topic_id, source, state, score, evidence) "
+        "SELECT %(now)s, %(now)s, paper_id, topic_id, source, state, score, evidence "
+        f"FROM {_PLAN_TABLE} "
         "WHERE action = 'c' ORDER BY paper_id, topic_id "
         # A curator's assignment added since the batch's read wins.
         "ON CONFLICT (paper_id, topic_id) DO NOTHING"
     )
     update = (
         f"UPDATE {table} AS a SET source = p.source, state = p.state, score = p.score, "
-        f"updated_at = %(now)s FROM {_PLAN_TABLE} AS p WHERE p.action = 'u' AND a.id = p.id "
-        f"AND {guard}"
+        f"evidence = p.evidence, updated_at = %(now)s FROM {_PLAN_TABLE} AS p "
+        f"WHERE p.action = 'u' AND a.id = p.id AND {guard}"
     )
     delete = (
         f"DELETE FROM {table} AS a USING {_PLAN_TABLE} AS p WHERE p.action = 'd' "
@@ -394,11 +545,13 @@ def _plan_sql() -> dict[str, str]:
         "prepare": (
             f"CREATE TEMPORARY TABLE IF NOT EXISTS {_PLAN_TABLE} (action char(1) NOT NULL, "
             "id bigint, paper_id bigint, topic_id bigint, source varchar(16), "
-            "state varchar(16), score double precision) ON COMMIT DELETE ROWS; "
+            "state varchar(16), score double precision, evidence jsonb) "
+            "ON COMMIT DELETE ROWS; "
             f"DELETE FROM {_PLAN_TABLE}"
         ),
         "copy": (
-            f"COPY {_PLAN_TABLE} (action, id, paper_id, topic_id, source, state, score) FROM STDIN"
+            f"COPY {_PLAN_TABLE} (action, id, paper_id, topic_id, source, state, score, evidence) "
+            "FROM STDIN"
         ),
         "create": create,
         "update": update,
@@ -422,12 +575,14 @@ def _plan_write_sql(plan: _TagPlan, paper_ids: list[int], tagger: _Tagger, now) 
     with connection.cursor() as cursor:
         cursor.execute(statements["prepare"])
         with cursor.cursor.copy(statements["copy"]) as copy:
-            for paper_id, topic_id, source, state, score in plan.create:
-                copy.write_row(("c", None, paper_id, topic_id, source, state, score))
-            for pk, source, state, score in plan.update:
-                copy.write_row(("u", pk, None, None, source, state, score))
+            for paper_id, topic_id, source, state, score, evidence in plan.create:
+                copy.write_row(
+                    ("c", None, paper_id, topic_id, source, state, score, json.dumps(evidence))
+                )
+            for pk, source, state, score, evidence in plan.update:
+                copy.write_row(("u", pk, None, None, source, state, score, json.dumps(evidence)))
             for pk in plan.delete:
-                copy.write_row(("d", pk, None, None, None, None, None))
+                copy.write_row(("d", pk, None, None, None, None, None, None))
         written = len(plan.create)
         if plan.create:
             cursor.execute(statements["create" + suffix], params)
@@ -455,9 +610,14 @@ def _plan_write_orm(plan: _TagPlan, paper_ids: list[int], tagger: _Tagger, now) 
         Assignment.objects.bulk_create(
             [
                 Assignment(
-                    paper_id=paper_id, topic_id=topic_id, source=source, state=state, score=score
+                    paper_id=paper_id,
+                    topic_id=topic_id,
+                    source=source,
+                    state=state,
+                    score=score,
+                    evidence=evidence,
                 )
-                for paper_id, topic_id, source, state, score in plan.create
+                for paper_id, topic_id, source, state, score, evidence in plan.create
             ],
             # A curator's assignment added since the batch's read wins.
             ignore_conflicts=True,
@@ -482,7 +642,10 @@ def _plan_write_orm(plan: _TagPlan, paper_ids: list[int], tagger: _Tagger, now) 
 
         def per_row(index: int, output_field):
             return Case(
-                *[When(pk=row[0], then=Value(row[index])) for row in plan.update],
+                *[
+                    When(pk=row[0], then=Value(row[index], output_field=output_field))
+                    for row in plan.update
+                ],
                 output_field=output_field,
             )
 
@@ -494,6 +657,7 @@ def _plan_write_orm(plan: _TagPlan, paper_ids: list[int], tagger: _Tagger, now) 
                 source=per_row(1, CharField()),
                 state=per_row(2, CharField()),
                 score=per_row(3, FloatField()),
+                evidence=per_row(4, JSONField()),
                 updated_at=now,
             )
         )
@@ -506,7 +670,7 @@ def _plan_write_orm(plan: _TagPlan, paper_ids: list[int], tagger: _Tagger, now) 
                     "score": score,
                     "updated_at": now,
                 }
-                for pk, source, state, score in plan.update
+                for pk, source, state, score, _ in plan.update
                 if pk in full_rows
             ]
             _history_write(changed, "~", tagger, now)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import transaction
@@ -64,6 +64,8 @@ class _TrainingSet:
     texts: list[str]
     examples: dict[int, TopicExamples]
     label_count: int
+    # Topics left without a model because every paper of theirs is a subtopic's: pk -> positives.
+    covered: dict[int, int] = field(default_factory=dict)
 
 
 def _training_set(config: ClassifierSettings) -> _TrainingSet:
@@ -76,7 +78,9 @@ def _training_set(config: ClassifierSettings) -> _TrainingSet:
     parent). The classifier's own assignments play no part: leaving the papers it placed out
     of a topic's negatives let every retrain widen the topic on the same labels. Curator
     decisions weigh ``config.curator_weight``, everything else 1. Topics with fewer than
-    ``config.min_positives`` positives get only their explicit labels (they get no model).
+    ``config.min_positives`` positives get only their explicit labels (they get no model);
+    a topic whose every positive is also a positive of smaller topics (not its ancestors) gets
+    none either (``covered``: an umbrella over other topics, such as the reference page's own).
     """
     labelled = Assignment.objects.filter(_training_labels())
     paper_ids = list(
@@ -108,6 +112,7 @@ def _training_set(config: ClassifierSettings) -> _TrainingSet:
         for topic_id, rows in labels.items()
     }
     examples: dict[int, TopicExamples] = {}
+    covered: dict[int, int] = {}
     for topic_id, explicit in labels.items():
         if len(positives[topic_id]) < config.min_positives:
             examples[topic_id] = _examples(explicit, implicit_negatives=np.zeros(0, dtype=np.int64))
@@ -122,6 +127,23 @@ def _training_set(config: ClassifierSettings) -> _TrainingSet:
             and other_path
             and (other_path.startswith(path) or path.startswith(other_path))
         ]
+        ancestors = {other for other in related if path.startswith(paths[other])}
+        # The papers of smaller topics (not its ancestors): an umbrella is made of them.
+        elsewhere = set().union(
+            *(
+                rows
+                for other, rows in positives.items()
+                if other not in ancestors and len(rows) < len(positives[topic_id])
+            )
+        )
+        if positives[topic_id] <= elsewhere:
+            # Every paper of it is a paper of a smaller topic, a subtopic or not (the reference
+            # page's own topic, whose 30 papers each have their topics on the page): it is an
+            # umbrella over them, and a model of it would only learn "not physics" and place
+            # papers none of those topics wants (a 2008 paper on investments in "noisy
+            # periodic environments" into LLM Agent Training). Covered by the others.
+            covered[topic_id] = len(positives[topic_id])
+            continue
         excluded = set().union(*(positives[other] for other in related))
         implicit = np.ones(len(paper_ids), dtype=bool)
         implicit[list(excluded | explicit.keys())] = False
@@ -130,6 +152,7 @@ def _training_set(config: ClassifierSettings) -> _TrainingSet:
         texts=texts,
         examples=examples,
         label_count=sum(len(rows) for rows in labels.values()),
+        covered=covered,
     )
 
 
@@ -194,6 +217,18 @@ def classifier_train(*, apply: bool = True) -> ClassifierModel:
         str(topic_id): {"name": names.get(topic_id, ""), **figures}
         for topic_id, figures in sorted(classifier.metrics.items())
     }
+    names.update(Topic.objects.filter(pk__in=list(training.covered)).values_list("pk", "name"))
+    for topic_id, count in training.covered.items():
+        topic_metrics[str(topic_id)] = {
+            "name": names.get(topic_id, ""),
+            "positives": count,
+            "negatives": 0,
+            "status": "covered by other topics",
+            "threshold": None,
+            "precision": None,
+            "recall": None,
+            "f1": None,
+        }
     metrics = {
         "papers": len(training.texts),
         "labels": training.label_count,

@@ -204,3 +204,107 @@ def test_adding_and_changing_an_assignment_in_the_admin_are_curator_decisions(
     row.refresh_from_db()
     assert (row.state, row.decided_by) == (REJECTED, curator)
     assert [h.history_user for h in row.history.all()] == [curator, curator]
+
+
+# --- semantic suggestions: the queue, one click decisions, the evidence -----------------------
+
+
+@pytest.fixture
+def suggestions(tree, assignments):
+    planning = tree["planning"]
+    return {
+        "semantic": AssignmentFactory(
+            topic=planning,
+            source="semantic",
+            state=PENDING,
+            score=0.74,
+            evidence={"cosine": 0.61, "nearest": [], "labels": 0},
+        ),
+        "accepted": AssignmentFactory(
+            topic=planning, source="semantic", state=ACCEPTED, score=0.95
+        ),
+    }
+
+
+def test_the_review_queue_ranks_semantic_suggestions_with_the_classifier_ones(
+    curator_client, assignments, suggestions
+):
+    rows = listed(curator_client, review="queue")
+    assert rows == [
+        assignments["high"],
+        suggestions["semantic"],
+        assignments["mid"],
+        assignments["low"],
+    ]
+
+
+def test_one_click_accept_and_reject_are_curator_decisions(
+    curator_client, curator, assignments, suggestions
+):
+    queue = reverse(ASSIGNMENTS) + "?review=queue"
+    page = curator_client.get(queue)
+    decide = reverse("admin:topics_assignment_quick_decide")
+    pk = suggestions["semantic"].pk
+    assert f'value="accepted:{pk}" formaction="{decide}"' in page.text
+    assert f'value="accepted:{assignments["mine"].pk}"' not in page.text  # decided already
+
+    response = curator_client.post(decide, {"decision": f"accepted:{pk}"}, HTTP_REFERER=queue)
+    assert response.status_code == 302 and response["Location"] == queue
+    accepted = Assignment.objects.get(pk=pk)
+    assert (accepted.state, accepted.decided_by) == (ACCEPTED, curator)
+    assert accepted.history.count() >= 2
+
+    low = assignments["low"]
+    response = curator_client.post(
+        decide, {"decision": f"rejected:{low.pk}"}, HTTP_REFERER="https://elsewhere.example/"
+    )
+    assert response["Location"] == reverse(ASSIGNMENTS)  # never off the site
+    low.refresh_from_db()
+    assert (low.state, low.decided_by) == (REJECTED, curator)
+    assert any("rejected in" in message for message in messages_of(curator_client.get(queue)))
+
+
+@pytest.mark.parametrize("decision", ["", "maybe:1", "accepted:", "accepted:x", "pending:1"])
+def test_one_click_decision_refuses_what_is_not_one(curator_client, suggestions, decision):
+    before = list(Assignment.objects.values_list("pk", "state", "decided_by"))
+    response = curator_client.post(
+        reverse("admin:topics_assignment_quick_decide"), {"decision": decision}
+    )
+    assert response.status_code == 400
+    assert b"decision must be" in response.content
+    assert list(Assignment.objects.values_list("pk", "state", "decided_by")) == before
+
+
+def test_one_click_decision_of_an_unknown_assignment_is_404_and_get_is_refused(curator_client):
+    url = reverse("admin:topics_assignment_quick_decide")
+    assert curator_client.post(url, {"decision": "accepted:999999"}).status_code == 404
+    assert curator_client.get(url).status_code == 405
+
+
+def test_one_click_decision_needs_the_change_permission(client, suggestions):
+    viewer = UserFactory(username="viewer", is_staff=True)
+    client.force_login(viewer)
+    pk = suggestions["semantic"].pk
+    response = client.post(
+        reverse("admin:topics_assignment_quick_decide"), {"decision": f"accepted:{pk}"}
+    )
+    assert response.status_code == 403
+    assert Assignment.objects.get(pk=pk).state == PENDING
+
+
+def test_an_assignment_says_why(curator_client, suggestions, tree):
+    paper = PaperFactory()
+    labelled = AssignmentFactory(paper=paper, topic=tree["search"], source="curator")
+    suggestion = suggestions["semantic"]
+    suggestion.evidence = {"cosine": 0.61, "nearest": [paper.pk], "labels": 1}
+    suggestion.save()
+    rule = AssignmentFactory(
+        topic=tree["search"], evidence={"rule": '"tree search"', "categories": True}
+    )
+    page = curator_client.get(reverse("admin:topics_assignment_change", args=[suggestion.pk]))
+    assert "cosine 0.61" in page.text and "1 accepted papers" in page.text
+    assert reverse("admin:papers_paper_change", args=[paper.pk]) in page.text
+    page = curator_client.get(reverse("admin:topics_assignment_change", args=[rule.pk]))
+    assert "Rule: &quot;tree search&quot; (within the topic&#x27;s categories)" in page.text
+    page = curator_client.get(reverse("admin:topics_assignment_change", args=[labelled.pk]))
+    assert "No machine evidence" in page.text

@@ -149,7 +149,11 @@ def test_the_task_run_twice_leaves_the_same_database(library):
 def test_stored_papers_signal_tags_them(library):
     papers, _ = library
     papers_stored.send(sender=None, paper_ids=[papers["reagents"].pk])
-    assert pairs() == {("A reagent database", "Not agents")}
+    assert pairs(source=RULE) == {("A reagent database", "Not agents")}
+    # Storing also queued its embedding; once its vector was stored it was tagged again by
+    # meaning too: at most suggestions for review, nothing accepted on a zero-shot guess.
+    assert not pairs(source="semantic", state="accepted")
+    assert pairs(state="accepted") == {("A reagent database", "Not agents")}
 
 
 def test_curator_decisions_are_never_changed_or_deleted(library):
@@ -723,7 +727,7 @@ def test_the_rule_index_finds_what_trying_every_rule_finds(categories, monkeypat
     assert pairs() == every_rule
     names = {name for _, name in every_rule}
     assert {"Hyphens", "Punctuation", "Prefix", "Negation", "Both", "Unicode"} <= names
-    assert len(names) > 10  # OpenAlex topics matched too
+    assert len(names) >= 10  # OpenAlex topics matched too
 
 
 @pytest.mark.django_db(transaction=True)

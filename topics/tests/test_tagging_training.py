@@ -233,3 +233,18 @@ def test_the_nightly_retrain_schedule_migration(transactional_db):
 
     migration.retrain_schedule_delete(django_apps, schema_editor)
     assert not PeriodicTask.objects.filter(name=migration.TASK_NAME).exists()
+
+
+def test_an_umbrella_topic_whose_papers_are_all_other_topics_gets_no_model(labelled):
+    """The reference page's own topic holds every paper of its topics: a model of it would
+    learn only what the other labelled papers are not, and take papers none of them wants."""
+    umbrella = TopicFactory(name="Everything", rule_query="agents OR proofs")
+    papers_tag(paper_ids=[paper.pk for paper in labelled["papers"]])
+    assert Assignment.objects.filter(topic=umbrella).count() == 16
+
+    stored = classifier_train(apply=False)
+    figures = stored.metrics["topics"][str(umbrella.pk)]
+    assert (figures["status"], figures["positives"]) == ("covered by other topics", 16)
+    classifier = TopicClassifier.loads(stored.artifact)
+    assert not classifier.has_topic(umbrella.pk)
+    assert classifier.has_topic(labelled["agents"].pk)

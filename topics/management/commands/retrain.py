@@ -3,7 +3,8 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from topics.models import ClassifierModel
+from topics.models import Assignment, ClassifierModel, Topic
+from topics.tagging.semantic import TARGET_PRECISION, semantic_active
 from topics.tagging.training import classifier_train
 from topics.tasks import retrain_classifier
 
@@ -43,6 +44,7 @@ class Command(BaseCommand):
             if stored is None:
                 raise CommandError("Retraining stored no classifier (another run held the lock).")
         self._summary(stored, verbosity)
+        self._semantic_summary(verbosity)
 
     def _summary(self, stored: ClassifierModel, verbosity: int):
         metrics = stored.metrics
@@ -64,3 +66,31 @@ class Command(BaseCommand):
                     f"F1 {figures['f1']:.2f}"
                 )
             self.stdout.write(line)
+
+    def _semantic_summary(self, verbosity: int):
+        """The semantic model of the current labels (built from them at once; no training
+        needed) and the review queue's size."""
+        model = semantic_active()
+        pending = Assignment.objects.filter(state=Assignment.State.PENDING).machine_made()
+        if model is None:
+            self.stdout.write("Semantic tagging is off (no encoder model files).")
+        else:
+            labelled = sum(1 for figures in model.metrics.values() if figures["positives"])
+            self.stdout.write(
+                f"Semantic: {model.topic_count} topics, {labelled} with accepted labels, "
+                f"{int(model.accepts.sum())} accept on their own (held-out precision >= "
+                f"{TARGET_PRECISION}), the others suggest for review."
+            )
+            if verbosity >= 2:
+                names = dict(Topic.objects.values_list("pk", "name"))
+                for topic_id, figures in sorted(
+                    model.metrics.items(), key=lambda item: names.get(item[0], "")
+                ):
+                    if figures["positives"]:
+                        self.stdout.write(
+                            f"  {names.get(topic_id, topic_id)}: {figures['positives']} "
+                            f"accepted, {figures['negatives']} rejected, precision "
+                            f"{figures['precision']}, "
+                            f"{'accepts' if figures['accepts'] else 'suggests'}"
+                        )
+        self.stdout.write(f"Review queue: {pending.count()} pending machine assignments.")

@@ -1,0 +1,656 @@
+"""Semantic tagging: a paper's embedding against each topic's meaning.
+
+A topic's **meaning** is the embedding of its name, description and keywords
+(:func:`topic_text`); from its first labelled paper on, its **prototype** mixes that with the
+mean of its accepted papers' vectors, curator rejections pushing it away
+(:func:`prototypes_build`). A paper's **cosine** to every prototype is one matrix product
+(papers x topics); the cosine and its distance below the paper's best topic become a
+**calibrated probability** (:class:`Calibration`, a logistic curve fitted on held-out labels,
+pooled over topics, with shipped defaults before there is any label). Each topic has a
+threshold chosen on its own held-out labels (leave-one-out) when it has enough of them, the
+pooled one otherwise; a paper under every threshold gets no topic.
+
+Two layers, like :mod:`topics.tagging.classifier`:
+
+- plain NumPy and scikit-learn: :func:`topic_text`, :func:`prototypes_build`,
+  :class:`Calibration`, :class:`SemanticModel` (:meth:`~SemanticModel.fit`,
+  :meth:`~SemanticModel.scores`, :meth:`~SemanticModel.candidates`); the bench
+  (``bench/bench_classifier_quality.py``) runs exactly this code;
+- the Django side: :func:`semantic_active` builds the model of the active topics from the
+  database (topic texts embedded once per process and text, labels read again whenever they
+  changed, so each curator decision counts from the next tagging run, with no
+  retraining). This module never writes to the database; tagging is
+  :func:`topics.tagging.engine.papers_tag`.
+
+What a candidate becomes (see :meth:`SemanticModel.candidates`): **accepted** when the topic's
+held-out precision at its threshold reaches the target (only topics with enough curator
+labels can show that), otherwise **pending**: a suggestion in the review queue, ranked by
+score, and only for the paper's best-fitting topic, so that zero-shot topics cannot fill the
+queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .classifier import SCORE_DECIMALS, threshold_for_precision
+
+__all__ = [
+    "DEFAULT_CALIBRATION",
+    "Calibration",
+    "SemanticCandidate",
+    "SemanticLabels",
+    "SemanticModel",
+    "prototypes_build",
+    "semantic_active",
+    "topic_text",
+    "topic_texts",
+]
+
+logger = logging.getLogger(__name__)
+
+# How much a topic's labelled papers weigh against its own text in the prototype: the mean of
+# k accepted papers counts LABEL_WEIGHT * k / (k + LABEL_SHRINK) times the text's vector
+# (one paper half as much as the description, many as much: on the archive labels of
+# bench_classifier_quality, weights 0.5 / 1 / 2 / 4 gave 0.62 / 0.63 / 0.60 / 0.53 micro F1
+# with 3 labels per topic). Rejections push it away with REJECT_WEIGHT times their mean.
+LABEL_WEIGHT = 1.0
+LABEL_SHRINK = 1.0
+REJECT_WEIGHT = 0.3
+# Below this many accepted labels a topic's threshold is the pooled one (its own held-out
+# figures would rest on too few papers) and it never accepts on its own.
+MIN_TOPIC_LABELS = 5
+# Held-out precision a topic must reach at its threshold to accept papers on its own.
+TARGET_PRECISION = 0.8
+# No paper is suggested for a topic below this cosine, whatever the calibration says.
+MIN_COSINE = 0.15
+# A topic without measured precision suggests a paper when it is the paper's best-fitting topic
+# or within this much cosine of it (papers belong to a topic or two, rarely more).
+SUGGEST_MARGIN = 0.02
+# Labelled pairs scored per step of the leave-one-out pass (bounds its memory: this many
+# prototype rows at once).
+LEAVE_OUT_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A logistic curve from a (paper, topic) pair's ``cosine`` and ``gap`` (the cosine minus
+    the paper's best cosine over all topics, <= 0) to the probability that the paper belongs
+    to the topic: ``1 / (1 + exp(-(cosine_weight * cosine + gap_weight * gap + intercept)))``.
+    ``threshold``: the probability at and above which a pair is predicted positive (chosen to
+    maximise F1 on the pooled held-out pairs it was fitted on)."""
+
+    cosine_weight: float
+    gap_weight: float
+    intercept: float
+    threshold: float
+
+    def probability(self, cosine: np.ndarray, gap: np.ndarray) -> np.ndarray:
+        """Probabilities (float64, same shape as ``cosine`` and ``gap``)."""
+        logit = self.cosine_weight * cosine + self.gap_weight * gap + self.intercept
+        return 1.0 / (1.0 + np.exp(-logit))
+
+    @classmethod
+    def fit(cls, cosine: np.ndarray, gap: np.ndarray, labels: np.ndarray) -> Calibration:
+        """Fit on pooled pairs: 1-d arrays of the same length, ``labels`` booleans. Raises
+        ``ValueError`` without both a positive and a negative pair."""
+        from sklearn.linear_model import LogisticRegression
+
+        labels = np.asarray(labels, dtype=bool)
+        if labels.all() or not labels.any():
+            raise ValueError("calibration needs positive and negative pairs.")
+        features = np.column_stack([cosine, gap])
+        model = LogisticRegression(C=10.0, class_weight=None, max_iter=1000)
+        model.fit(features, labels)
+        (cosine_weight, gap_weight), intercept = model.coef_[0], model.intercept_[0]
+        fitted = cls(float(cosine_weight), float(gap_weight), float(intercept), 0.5)
+        return fitted._with_threshold(best_f1_threshold(labels, fitted.probability(cosine, gap)))
+
+    def _with_threshold(self, threshold: float) -> Calibration:
+        return Calibration(self.cosine_weight, self.gap_weight, self.intercept, threshold)
+
+
+# Fitted with Calibration.fit on zero-shot pairs of the reference page (its 58 topics' names
+# against its 30 papers and the 1,317 recorded arXiv papers; all-MiniLM-L6-v2): what ranks
+# suggestions before any topic has a label. Its threshold lets through every pair at
+# MIN_COSINE or more (the probability there); which pairs are suggested is decided by the
+# best-topic rule of SemanticModel.decide. bench/bench_classifier_quality.py evaluates it on
+# other labels (arXiv archives and categories).
+DEFAULT_CALIBRATION = Calibration(
+    cosine_weight=17.357, gap_weight=0.962, intercept=-9.430, threshold=0.001
+)
+
+
+def _midway_below(scores: np.ndarray, threshold: float) -> float:
+    """Halfway from ``threshold`` down to the highest of ``scores`` below it (the same
+    decisions on these scores, and room for new papers a little below the lowest positive)."""
+    below = scores[scores < threshold]
+    return float((threshold + below.max()) / 2) if below.size else float(threshold)
+
+
+def best_f1_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
+    """The score threshold (predict positive at ``score >= threshold``) with the highest F1 on
+    (``labels``, ``scores``), 1-d arrays of the same length, placed halfway to the next lower
+    score; 1.0 without a positive."""
+    labels = np.asarray(labels, dtype=bool)
+    positives = int(labels.sum())
+    if not positives:
+        return 1.0
+    order = np.argsort(-scores, kind="stable")
+    ranked = scores[order]
+    true_positives = np.cumsum(labels[order])
+    predicted = np.arange(1, len(scores) + 1)
+    last_of_tie = np.append(ranked[1:] < ranked[:-1], True)
+    f1 = np.where(last_of_tie, 2 * true_positives / (predicted + positives), -1.0)
+    return _midway_below(scores, float(ranked[int(np.argmax(f1))]))
+
+
+def topic_texts(name: str, description: str = "", keywords: Sequence[str] = ()) -> list[str]:
+    """The texts a topic's meaning is embedded from: :func:`topic_text` of all of it or, when
+    the description has several paragraphs (blank-line separated: an archive's categories, a
+    long scope note the encoder would cut at its maximum length), of its name and keywords
+    and ``"<name>: <paragraph>"`` for each paragraph."""
+    paragraphs = [part for part in re.split(r"\n\s*\n", description) if part.strip()]
+    if len(paragraphs) <= 1:
+        return [topic_text(name, description, keywords)]
+    return [
+        topic_text(name, "", keywords),
+        *(topic_text(f"{name.strip()}: {part.strip()}") for part in paragraphs),
+    ]
+
+
+def topic_text(name: str, description: str = "", keywords: Sequence[str] = ()) -> str:
+    """The text a topic's meaning is embedded from: ``"<name>. <description> Keywords: a,
+    b."`` (blank parts left out)."""
+    parts = [name.strip()]
+    if description.strip():
+        parts.append(" ".join(description.split()))
+    words = [word.strip() for word in keywords if word.strip()]
+    if words:
+        parts.append(f"Keywords: {', '.join(words)}.")
+    return ". ".join(part.rstrip(".") for part in parts if part) + "."
+
+
+def _pooled(cosine: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """(n, k) the highest of each topic's columns of ``cosine`` ((n, m)); ``starts`` its
+    first column per topic."""
+    if cosine.shape[1] == len(starts):
+        return cosine
+    return np.maximum.reduceat(cosine, starts, axis=1)
+
+
+def _normalised(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def prototypes_build(
+    meanings: np.ndarray,
+    positive_sums: np.ndarray,
+    positive_counts: np.ndarray,
+    negative_sums: np.ndarray | None = None,
+    negative_counts: np.ndarray | None = None,
+) -> np.ndarray:
+    """Topic prototypes, (k, d) float32, rows L2-normalised.
+
+    ``meanings``: (k, d) unit vectors of the topics' texts; ``positive_sums``: (k, d) sums of
+    each topic's accepted papers' vectors, ``positive_counts``: (k,) how many; likewise
+    ``negative_*`` for curator rejections (optional). Row j is
+    ``meaning + LABEL_WEIGHT * n/(n + LABEL_SHRINK) * mean(accepted) - REJECT_WEIGHT *
+    mean(rejected)``, normalised; a topic without labels keeps its meaning."""
+    counts = np.asarray(positive_counts, dtype=np.float64)[:, None]
+    mix = meanings.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(counts > 0, positive_sums / np.maximum(counts, 1), 0.0)
+        mix = mix + LABEL_WEIGHT * counts / (counts + LABEL_SHRINK) * _normalised(mean)
+        if negative_sums is not None and negative_counts is not None:
+            rejected = np.asarray(negative_counts, dtype=np.float64)[:, None]
+            away = np.where(rejected > 0, negative_sums / np.maximum(rejected, 1), 0.0)
+            mix = mix - REJECT_WEIGHT * _normalised(away)
+    return _normalised(mix)
+
+
+@dataclass(frozen=True)
+class SemanticLabels:
+    """The labelled papers of the topics, for :meth:`SemanticModel.fit`.
+
+    ``vectors``: (n, d) unit vectors of the labelled papers; ``positives`` / ``negatives``:
+    per topic (column order of the model) the row indices into ``vectors`` of its accepted /
+    rejected papers (int arrays). A paper accepted in one topic and in no other counts as a
+    negative of no other topic unless listed there: archive-like taxonomies overlap."""
+
+    vectors: np.ndarray
+    positives: Sequence[np.ndarray]
+    negatives: Sequence[np.ndarray]
+    paper_ids: np.ndarray | None = None  # (n,) the labelled papers' pks, for evidence
+
+
+@dataclass(frozen=True)
+class SemanticCandidate:
+    """A (paper, topic) pair :meth:`SemanticModel.candidates` proposes: ``row`` indexes the
+    vectors given, ``score`` the calibrated probability (4 decimals), ``cosine`` to the
+    prototype, ``accepted`` (else a suggestion for review)."""
+
+    row: int
+    topic_id: int
+    score: float
+    cosine: float
+    accepted: bool
+
+
+@dataclass
+class SemanticModel:
+    """Prototypes and calibration of k topics.
+
+    - ``topic_ids``: (k,) int64 topic pks, column order;
+    - ``prototypes``: (m, d) float32 unit rows (:func:`prototypes_build`), one per meaning
+      text, a topic's rows together; ``starts``: (k,) the first row of each topic;
+    - ``calibration``: the pooled :class:`Calibration`;
+    - ``thresholds``: (k,) probability thresholds (a topic's own where it has
+      ``MIN_TOPIC_LABELS`` accepted labels and a threshold was found, else the pooled one);
+    - ``precision``: (k,) held-out precision at the threshold, NaN where not measured;
+    - ``accepts``: (k,) bools, topics whose precision reaches ``TARGET_PRECISION``;
+    - ``metrics``: per topic pk ``{"positives", "negatives", "threshold", "precision",
+      "recall", "accepts"}``;
+    - ``label_vectors`` / ``label_paper_ids`` / ``positives``: the labels it was built from,
+      for :meth:`nearest_labelled`.
+
+    Build with :meth:`fit`.
+    """
+
+    topic_ids: np.ndarray
+    prototypes: np.ndarray
+    starts: np.ndarray
+    calibration: Calibration
+    thresholds: np.ndarray
+    precision: np.ndarray
+    accepts: np.ndarray
+    metrics: dict[int, dict] = field(default_factory=dict)
+    label_vectors: np.ndarray | None = None
+    label_paper_ids: np.ndarray | None = None
+    positives: Sequence[np.ndarray] = ()
+
+    @property
+    def topic_count(self) -> int:
+        return len(self.topic_ids)
+
+    @classmethod
+    def fit(
+        cls,
+        topic_ids: Sequence[int],
+        meanings: np.ndarray,
+        labels: SemanticLabels | None = None,
+        *,
+        owners: Sequence[int] | None = None,
+        target_precision: float = TARGET_PRECISION,
+        default: Calibration = DEFAULT_CALIBRATION,
+    ) -> SemanticModel:
+        """Build the model of topics ``topic_ids`` whose texts embed to ``meanings`` ((m, d)
+        unit rows) from ``labels`` (``None``: zero-shot).
+
+        ``owners`` ((m,) non-decreasing column indices, every topic at least once; default one
+        row per topic) says whose text each meaning row is: a topic with several texts
+        (:func:`topic_texts`: a long description's paragraphs) gets one prototype per text,
+        each moved by its labels alike, and a paper's cosine to it is the highest of them.
+
+        Held-out scores come from leave-one-out prototypes: each labelled paper is scored
+        against prototypes built without it (exact, by subtracting it from the sums). The
+        pooled calibration is fitted on every labelled paper's pairs with all topics that
+        have a label (a paper is positive for the topics that list it, negative for those
+        where it is rejected or that have labels and do not list it); ``default`` serves
+        without both kinds of pair. Each topic's threshold: the F1-best on its own held-out
+        pairs with at least ``MIN_TOPIC_LABELS`` accepted labels, the pooled one otherwise;
+        it accepts on its own where its held-out precision there reaches
+        ``target_precision``. Raises ``ValueError`` when shapes disagree."""
+        topic_ids = np.asarray(topic_ids, dtype=np.int64)
+        meanings = _normalised(np.asarray(meanings, dtype=np.float32))
+        k = len(topic_ids)
+        owners = np.arange(k) if owners is None else np.asarray(owners, dtype=np.int64)
+        if meanings.shape[0] != len(owners):
+            raise ValueError(f"{len(owners)} meaning owners but {meanings.shape[0]} vectors.")
+        if k and not np.array_equal(np.unique(owners), np.arange(k)) or np.any(np.diff(owners) < 0):
+            raise ValueError(
+                f"{k} topics but meaning owners {owners.tolist()[:10]}...: each "
+                "topic needs a meaning, in column order."
+            )
+        dimension = meanings.shape[1] if meanings.ndim == 2 else 0
+        if labels is None:
+            labels = SemanticLabels(
+                np.zeros((0, dimension), np.float32), [np.zeros(0, int)] * k, [np.zeros(0, int)] * k
+            )
+        if len(labels.positives) != k or len(labels.negatives) != k:
+            raise ValueError("labels must list positives and negatives for every topic.")
+        vectors = np.asarray(labels.vectors, dtype=np.float32)
+        if len(vectors) and vectors.shape[1] != dimension:
+            raise ValueError(f"label vectors have {vectors.shape[1]} dimensions, not {dimension}.")
+        n = len(vectors)
+        membership = np.zeros((n, k), dtype=np.int8)  # 1 accepted, -1 rejected
+        for column in range(k):
+            membership[np.asarray(labels.negatives[column], dtype=np.int64), column] = -1
+            membership[np.asarray(labels.positives[column], dtype=np.int64), column] = 1
+        accepted = (membership == 1).astype(np.float32)
+        rejected = (membership == -1).astype(np.float32)
+        positive_sums = accepted.T @ vectors if n else np.zeros((k, dimension), np.float32)
+        negative_sums = rejected.T @ vectors if n else np.zeros((k, dimension), np.float32)
+        positive_counts = accepted.sum(axis=0)
+        negative_counts = rejected.sum(axis=0)
+        prototypes = prototypes_build(
+            meanings,
+            positive_sums[owners],
+            positive_counts[owners],
+            negative_sums[owners],
+            negative_counts[owners],
+        )
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if k else owners
+
+        calibration = default
+        held_out = np.zeros((n, k))
+        labelled_topics = (positive_counts > 0) | (negative_counts > 0)
+        if n:
+            # Leave-one-out cosines: a labelled pair is scored against its topic's prototype
+            # built without that paper; unlabelled pairs need no change.
+            cosine = _pooled(vectors @ prototypes.T, starts)
+            rows, columns = np.nonzero(membership)
+            sizes = np.diff(np.r_[starts, len(owners)])
+            for start in range(0, len(rows), LEAVE_OUT_CHUNK):
+                r, c = (
+                    rows[start : start + LEAVE_OUT_CHUNK],
+                    columns[start : start + LEAVE_OUT_CHUNK],
+                )
+                # One row per (pair, meaning row of its topic), pairs contiguous.
+                count = sizes[c]
+                pair = np.repeat(np.arange(len(r)), count)
+                offset = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+                meaning_rows = starts[c][pair] + offset
+                rr, cc = r[pair], c[pair]
+                own = vectors[rr]
+                was_accepted, was_rejected = accepted[rr, cc][:, None], rejected[rr, cc][:, None]
+                leave_out = prototypes_build(
+                    meanings[meaning_rows],
+                    positive_sums[cc] - was_accepted * own,
+                    positive_counts[cc] - was_accepted[:, 0],
+                    negative_sums[cc] - was_rejected * own,
+                    negative_counts[cc] - was_rejected[:, 0],
+                )
+                each = np.einsum("ij,ij->i", leave_out, own)
+                cosine[r, c] = np.maximum.reduceat(each, np.cumsum(count) - count)
+            gap = cosine - cosine.max(axis=1, keepdims=True)
+            # Pairs with a label: the topic has labels and the paper is known in or out.
+            pair_labels = membership[:, labelled_topics] == 1
+            if pair_labels.any() and not pair_labels.all():
+                calibration = Calibration.fit(
+                    cosine[:, labelled_topics].ravel(),
+                    gap[:, labelled_topics].ravel(),
+                    pair_labels.ravel(),
+                )
+            held_out = calibration.probability(cosine, gap)
+
+        thresholds = np.full(k, calibration.threshold)
+        precision = np.full(k, np.nan)
+        accepts = np.zeros(k, dtype=bool)
+        metrics: dict[int, dict] = {}
+        for column, topic_id in enumerate(topic_ids.tolist()):
+            figures = {
+                "positives": int(positive_counts[column]),
+                "negatives": int(negative_counts[column]),
+                "threshold": round(float(calibration.threshold), SCORE_DECIMALS),
+                "precision": None,
+                "recall": None,
+                "accepts": False,
+            }
+            metrics[topic_id] = figures
+            truth = membership[:, column] == 1
+            # Precision needs papers the topic should not take: without as many labelled
+            # papers outside it as in it (a root whose labels are every labelled paper), it
+            # cannot be measured and the topic only suggests.
+            if positive_counts[column] < MIN_TOPIC_LABELS or (~truth).sum() < MIN_TOPIC_LABELS:
+                continue
+            scores = held_out[:, column]
+            threshold = max(best_f1_threshold(truth, scores), 1e-4)
+            predicted = scores >= threshold
+            hits = int((predicted & truth).sum())
+            topic_precision = hits / max(int(predicted.sum()), 1)
+            thresholds[column] = threshold
+            precision[column] = topic_precision
+            accepts[column] = topic_precision >= target_precision
+            if not accepts[column]:
+                # The threshold where it would reach the target, if any: accepting there is
+                # safe, suggesting from the F1-best one up is useful.
+                reaching = threshold_for_precision(truth, scores, target_precision)
+                if reaching is not None and reaching[2] > 0:
+                    accepts[column] = True
+                    thresholds[column] = max(_midway_below(scores, reaching[0]), 1e-4)
+                    topic_precision = reaching[1]
+                    precision[column] = topic_precision
+            figures.update(
+                threshold=round(float(thresholds[column]), SCORE_DECIMALS),
+                precision=round(float(precision[column]), 4),
+                recall=round(float((held_out[:, column] >= thresholds[column])[truth].mean()), 4),
+                accepts=bool(accepts[column]),
+            )
+        return cls(
+            topic_ids=topic_ids,
+            prototypes=prototypes,
+            starts=starts,
+            calibration=calibration,
+            thresholds=thresholds,
+            precision=precision,
+            accepts=accepts,
+            metrics=metrics,
+            label_vectors=vectors,
+            label_paper_ids=labels.paper_ids,
+            positives=[np.asarray(rows, dtype=np.int64) for rows in labels.positives],
+        )
+
+    # --- scoring -----------------------------------------------------------------------------
+
+    def cosines(self, vectors: np.ndarray) -> np.ndarray:
+        """(n, k) float32 cosines of unit ``vectors`` ((n, d)) to each topic: the highest over
+        its prototypes. One matrix product."""
+        if not self.topic_count or not len(vectors):
+            return np.zeros((len(vectors), self.topic_count), dtype=np.float32)
+        return _pooled(np.asarray(vectors, dtype=np.float32) @ self.prototypes.T, self.starts)
+
+    def scores(self, vectors: np.ndarray) -> np.ndarray:
+        """(n, k) float64 calibrated probabilities in [0, 1], columns in ``topic_ids`` order."""
+        cosine = self.cosines(vectors)
+        if not cosine.size:
+            return cosine.astype(np.float64)
+        return self.calibration.probability(cosine, cosine - cosine.max(axis=1, keepdims=True))
+
+    def decide(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(accepted, suggested, score)``, each (n, k): what tagging does with unit
+        ``vectors`` ((n, d)). A topic that ``accepts`` takes every paper scoring at or above
+        its threshold; any topic is suggested a paper it does not take whose best-fitting
+        topic it is (or
+        within ``SUGGEST_MARGIN`` cosine of it), scoring at or above its threshold with a
+        cosine of at least ``MIN_COSINE`` (so a topic without labels sends the papers closest
+        to it, not every near one, to the review queue). ``score``: the calibrated
+        probabilities (float64)."""
+        cosine = self.cosines(vectors)
+        if not cosine.size:
+            empty = np.zeros(cosine.shape, dtype=bool)
+            return empty, empty, cosine.astype(np.float64)
+        best = cosine.max(axis=1, keepdims=True)
+        score = self.calibration.probability(cosine, cosine - best)
+        above = score >= self.thresholds
+        accepted = above & self.accepts
+        # Suggestions: the paper's best-fitting topics, for any topic (below its own threshold
+        # for one that accepts), at the pooled threshold.
+        suggested = (
+            ~accepted
+            & (score >= self.calibration.threshold)
+            & (cosine >= best - SUGGEST_MARGIN)
+            & (cosine >= MIN_COSINE)
+        )
+        return accepted, suggested, score
+
+    def predict(self, vectors: np.ndarray) -> np.ndarray:
+        """(n, k) bools: the pairs tagging accepts or suggests (:meth:`decide`); what the
+        bench scores."""
+        accepted, suggested, _ = self.decide(vectors)
+        return accepted | suggested
+
+    def candidates(self, vectors: np.ndarray) -> Iterator[SemanticCandidate]:
+        """The pairs of :meth:`decide` as :class:`SemanticCandidate`, in row then column
+        order. ``vectors``: (n, d) unit rows."""
+        accepted, suggested, score = self.decide(vectors)
+        cosine = self.cosines(vectors)
+        rows, columns = np.nonzero(accepted | suggested)
+        for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
+            yield SemanticCandidate(
+                row=row,
+                topic_id=int(self.topic_ids[column]),
+                score=round(float(score[row, column]), SCORE_DECIMALS),
+                cosine=round(float(cosine[row, column]), 4),
+                accepted=bool(accepted[row, column]),
+            )
+
+    def nearest_labelled(self, vector: np.ndarray, topic_id: int, *, limit: int = 3) -> list[int]:
+        """The pks of the ``limit`` accepted papers of ``topic_id`` nearest to ``vector``,
+        nearest first; ``[]`` without labels or paper pks."""
+        if self.label_paper_ids is None or self.label_vectors is None:
+            return []
+        columns = np.flatnonzero(self.topic_ids == topic_id)
+        if not columns.size:
+            return []
+        rows = self.positives[int(columns[0])]
+        if not len(rows):
+            return []
+        similarity = self.label_vectors[rows] @ np.asarray(vector, dtype=np.float32)
+        order = np.argsort(-similarity, kind="stable")[:limit]
+        return [int(self.label_paper_ids[rows[index]]) for index in order]
+
+
+# --- the Django side: the model of the active topics ----------------------------------------
+
+_lock = threading.Lock()
+# (encoder model id, topic text) -> unit vector: a topic's text is embedded once per process
+# and text (an edit of the name, description or keywords is a new text).
+_meanings: dict[tuple[str, str], np.ndarray] = {}
+# (fingerprint of topics and labels, model): the last model built, reused while nothing changed.
+_built: tuple[tuple, SemanticModel] | None = None
+
+
+def _labels_query():
+    """Assignments the semantic model learns from: curator decisions (accepted or rejected)
+    and accepted ``import`` assignments, on active topics. Machine-made assignments (rules,
+    classifier, semantic) teach nothing: learning from its own guesses would let a topic widen
+    on every run."""
+    from django.db.models import Q
+
+    from ..models import Assignment
+
+    decided = (Q(decided_by__isnull=False) | Q(decided_at__isnull=False)) & Q(
+        state__in=[Assignment.State.ACCEPTED, Assignment.State.REJECTED]
+    )
+    imported = Q(
+        decided_by__isnull=True,
+        decided_at__isnull=True,
+        source=Assignment.Source.IMPORT,
+        state=Assignment.State.ACCEPTED,
+    )
+    return Assignment.objects.filter(topic__active=True).filter(decided | imported)
+
+
+def _fingerprint(encoder_id: str) -> tuple:
+    """What the model depends on, in two aggregate queries: the active topics (count, last
+    change) and the labels (count, last change, highest pk)."""
+    from django.db.models import Count, Max
+
+    from ..models import Topic
+
+    topics = Topic.objects.active().aggregate(n=Count("pk"), changed=Max("updated_at"))
+    labels = _labels_query().aggregate(n=Count("pk"), changed=Max("updated_at"), last=Max("pk"))
+    return (
+        encoder_id,
+        topics["n"],
+        topics["changed"],
+        labels["n"],
+        labels["changed"],
+        labels["last"],
+    )
+
+
+def semantic_active() -> SemanticModel | None:
+    """The semantic model of the active topics and their current labels, or ``None`` when
+    there is no active topic or no encoder (``papers.embeddings.encoder.EncoderUnavailable``:
+    the model files are missing; tagging then uses words alone).
+
+    Built from the database at the first call and again whenever a topic or a label changed
+    (each curator decision counts from the next tagging run, with no retraining): topic texts
+    (:func:`topic_texts` of name, description, keywords) embedded once per process and text;
+    labels (:func:`_labels_query`) with their stored vectors
+    (``papers.embeddings.vectors.load_vectors``; a labelled paper without one is left out);
+    :meth:`SemanticModel.fit`."""
+    global _built
+    from papers.embeddings.encoder import EncoderUnavailable, get_encoder
+    from papers.embeddings.vectors import load_vectors
+
+    from ..models import Topic
+
+    try:
+        encoder = get_encoder()
+    except EncoderUnavailable as error:
+        logger.warning("Semantic tagging off: %s", error)
+        return None
+    key = _fingerprint(encoder.model_id)
+    built = _built
+    if built is not None and built[0] == key:
+        return built[1]
+    with _lock:
+        if _built is not None and _built[0] == key:
+            return _built[1]
+        topics = list(
+            Topic.objects.active()
+            .order_by("pk")
+            .values_list("pk", "name", "description", "keywords")
+        )
+        if not topics:
+            return None
+        texts, owners = [], []
+        for column, (_, name, description, keywords) in enumerate(topics):
+            for text in topic_texts(name, description, keywords.split(",")):
+                texts.append(text)
+                owners.append(column)
+        missing = sorted({text for text in texts if (encoder.model_id, text) not in _meanings})
+        if missing:
+            for text, vector in zip(missing, encoder.encode(missing), strict=True):
+                _meanings[(encoder.model_id, text)] = np.asarray(vector, dtype=np.float32)
+        meanings = np.stack([_meanings[(encoder.model_id, text)] for text in texts])
+        column = {pk: index for index, (pk, *_) in enumerate(topics)}
+        rows = list(_labels_query().values_list("paper_id", "topic_id", "state"))
+        vectors = load_vectors(sorted({paper_id for paper_id, _, _ in rows}))
+        paper_ids = np.array(sorted(vectors), dtype=np.int64)
+        row_of = {int(paper_id): row for row, paper_id in enumerate(paper_ids)}
+        positives: list[list[int]] = [[] for _ in topics]
+        negatives: list[list[int]] = [[] for _ in topics]
+        for paper_id, topic_id, state in rows:
+            if paper_id in row_of and topic_id in column:
+                target = positives if state == "accepted" else negatives
+                target[column[topic_id]].append(row_of[paper_id])
+        labels = SemanticLabels(
+            vectors=(
+                np.stack([vectors[int(pk)] for pk in paper_ids])
+                if len(paper_ids)
+                else np.zeros((0, meanings.shape[1]), np.float32)
+            ),
+            positives=[np.array(sorted(set(r)), dtype=np.int64) for r in positives],
+            negatives=[np.array(sorted(set(r)), dtype=np.int64) for r in negatives],
+            paper_ids=paper_ids,
+        )
+        model = SemanticModel.fit([pk for pk, *_ in topics], meanings, labels, owners=owners)
+        _built = (key, model)
+        logger.info(
+            "Semantic model: %s topics, %s labelled papers, %s topics accept on their own.",
+            model.topic_count,
+            len(paper_ids),
+            int(model.accepts.sum()),
+        )
+        return model

@@ -1,0 +1,339 @@
+"""Semantic tagging (``topics.tagging.semantic``): prototypes, calibration and the decisions of
+the model on known vectors; then, with the real encoder and PostgreSQL, what tagging writes
+from papers' stored vectors, how each curator decision counts at once, and that retraining on
+the same labels never widens a topic."""
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from papers.embeddings.store import embed_papers
+from papers.models import Paper
+from papers.tests.factories import PaperFactory
+from topics.assignments import assignment_decide
+from topics.models import Assignment, Topic
+from topics.services import topic_create, topic_move
+from topics.tagging import semantic
+from topics.tagging.engine import papers_tag
+from topics.tagging.semantic import (
+    DEFAULT_CALIBRATION,
+    MIN_TOPIC_LABELS,
+    SemanticLabels,
+    SemanticModel,
+    best_f1_threshold,
+    prototypes_build,
+    semantic_active,
+    topic_text,
+)
+from topics.tagging.training import classifier_train
+from topics.tests.factories import UserFactory
+
+SEMANTIC = Assignment.Source.SEMANTIC
+ACCEPTED, PENDING, REJECTED = "accepted", "pending", "rejected"
+
+
+def unit(*values):
+    vector = np.asarray(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+# --- the model on known vectors --------------------------------------------------------------
+
+
+def test_topic_text_joins_name_description_and_keywords():
+    assert topic_text("GUI Agents") == "GUI Agents."
+    assert (
+        topic_text("GUI Agents", " Agents that use\nscreens. ", [" clicks", "", "web "])
+        == "GUI Agents. Agents that use screens. Keywords: clicks, web."
+    )
+
+
+def test_prototypes_keep_the_meaning_without_labels_and_move_with_them():
+    meanings = np.stack([unit(1, 0, 0), unit(0, 1, 0)])
+    none = np.zeros((2, 3))
+    alone = prototypes_build(meanings, none, np.zeros(2))
+    np.testing.assert_allclose(alone, meanings, atol=1e-6)
+
+    accepted = np.array([[0, 0, 1.0], [0, 0, 0]])  # topic 0: one paper along z
+    pulled = prototypes_build(meanings, accepted, np.array([1, 0]))
+    np.testing.assert_allclose(np.linalg.norm(pulled, axis=1), 1, atol=1e-6)
+    assert pulled[0, 2] > 0.4  # towards its accepted paper
+    np.testing.assert_allclose(pulled[1], meanings[1], atol=1e-6)
+    more = prototypes_build(meanings, 10 * accepted, np.array([10, 0]))
+    assert more[0, 2] > pulled[0, 2]  # many labels weigh more than one
+
+    rejected = np.array([[0, 1.0, 0], [0, 0, 0]])
+    pushed = prototypes_build(meanings, none, np.zeros(2), rejected, np.array([1, 0]))
+    assert pushed[0, 1] < 0  # away from the rejected paper
+
+
+def test_best_f1_threshold():
+    labels = np.array([True, True, False, True, False, False])
+    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.2, 0.1])
+    assert best_f1_threshold(labels, scores) == pytest.approx(0.4)  # halfway to 0.2
+    assert best_f1_threshold(np.zeros(3, bool), scores[:3]) == 1.0
+
+
+def test_several_texts_of_a_topic_are_prototypes_of_it_and_it_takes_the_nearest():
+    # Topic 5 is described by two paragraphs pointing different ways; topic 6 by one.
+    meanings = np.stack([unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1)])
+    model = SemanticModel.fit([5, 6], meanings, owners=[0, 0, 1])
+    cosine = model.cosines(np.stack([unit(0, 1, 0.2), unit(0.1, 0, 1)]))
+    np.testing.assert_allclose(cosine, [[0.98, 0.196], [0.0995, 0.995]], atol=1e-3)
+    assert [c.topic_id for c in model.candidates(np.stack([unit(0, 1, 0.2)]))] == [5]
+
+
+def test_zero_shot_suggests_each_paper_for_its_best_topic_only_and_accepts_nothing():
+    meanings = np.stack([unit(1, 0, 0, 0), unit(0, 1, 0, 0), unit(0, 0, 1, 0)])
+    model = SemanticModel.fit([11, 12, 13], meanings)
+    assert model.calibration == DEFAULT_CALIBRATION
+    assert not model.accepts.any()
+    papers = np.stack(
+        [
+            unit(1, 0.3, 0, 0.2),  # topic 11, a little of 12
+            unit(0.1, 0, 1, 0.1),  # topic 13
+            unit(0, 0, 0, 1),  # fits nothing: none rather than a poor one
+        ]
+    )
+    found = [(c.row, c.topic_id, c.accepted) for c in model.candidates(papers)]
+    assert found == [(0, 11, False), (1, 13, False)]
+    scores = model.scores(papers)
+    assert scores.shape == (3, 3) and ((scores >= 0) & (scores <= 1)).all()
+    assert scores[0, 0] > scores[0, 1] > scores[0, 2]
+
+
+def _clusters(rng, centres, per_topic, spread):
+    vectors, positives = [], []
+    for index, centre in enumerate(centres):
+        points = centre + spread * rng.standard_normal((per_topic, len(centre)))
+        vectors.append(points / np.linalg.norm(points, axis=1, keepdims=True))
+        positives.append(np.arange(index * per_topic, (index + 1) * per_topic))
+    return np.concatenate(vectors).astype(np.float32), positives
+
+
+def test_topics_with_enough_labels_accept_on_held_out_precision_and_calibrate_on_them():
+    rng = np.random.default_rng(0)
+    centres = np.eye(6)[:3]
+    vectors, positives = _clusters(rng, centres, per_topic=12, spread=0.15)
+    # Topic 3 has labels too few to measure (its threshold is the pooled one).
+    few = np.arange(36, 38)
+    extra, _ = _clusters(rng, [np.eye(6)[3]], per_topic=2, spread=0.15)
+    labels = SemanticLabels(
+        vectors=np.concatenate([vectors, extra]),
+        positives=[*positives, few],
+        negatives=[np.zeros(0, int)] * 4,
+        paper_ids=np.arange(100, 138),
+    )
+    # Meanings only roughly where the papers are.
+    meanings = np.stack([unit(*(c + 0.6 * np.eye(6)[5])) for c in np.eye(6)[:4]])
+    model = SemanticModel.fit([1, 2, 3, 4], meanings, labels)
+    assert model.calibration != DEFAULT_CALIBRATION  # fitted on the pooled held-out pairs
+    assert model.accepts.tolist() == [True, True, True, False]
+    assert model.metrics[1]["positives"] == 12 and model.metrics[1]["precision"] >= 0.8
+    assert model.metrics[4] | {"precision": None} == model.metrics[4]  # not measured
+    assert model.metrics[4]["positives"] == 2 < MIN_TOPIC_LABELS
+
+    fresh, _ = _clusters(np.random.default_rng(1), centres, per_topic=5, spread=0.15)
+    accepted, suggested, _ = model.decide(fresh)
+    assert (accepted[:, :3].argmax(axis=1) == np.repeat([0, 1, 2], 5)).all()
+    assert accepted[:, :3].sum() >= 13
+    assert not suggested[:, :3].any()
+    # The nearest labelled papers of a topic, for the evidence.
+    assert model.nearest_labelled(vectors[0], 1, limit=2)[0] == 100
+    assert model.nearest_labelled(vectors[0], 99) == []
+
+
+def test_fit_refuses_shapes_that_disagree():
+    with pytest.raises(ValueError, match="2 meaning owners but 1 vectors"):
+        SemanticModel.fit([1, 2], np.ones((1, 3)))
+    with pytest.raises(ValueError, match="each topic needs a meaning"):
+        SemanticModel.fit([1, 2], np.eye(3), owners=[0, 0, 0])
+    labels = SemanticLabels(np.ones((1, 4)), [np.zeros(0, int)] * 2, [np.zeros(0, int)] * 2)
+    with pytest.raises(ValueError, match="4 dimensions, not 3"):
+        SemanticModel.fit([1, 2], np.eye(3)[:2], labels)
+
+
+# --- with the encoder and the database --------------------------------------------------------
+
+TOPICS = {
+    "proteins": (
+        "Protein Structure Prediction",
+        "How amino-acid chains fold into three-dimensional shapes, predicted by computation.",
+    ),
+    "gravity": (
+        "Gravitational Wave Astronomy",
+        "Ripples in spacetime from merging black holes and neutron stars, and their detectors.",
+    ),
+    "finance": (
+        "Financial Markets",
+        "Stock prices, volatility, portfolios and the behaviour of traders.",
+    ),
+}
+PAPERS = {
+    "proteins": (
+        "Folding polypeptides with deep networks",
+        "We predict the tertiary conformation of enzymes from their residue sequence.",
+    ),
+    "gravity": (
+        "Signals from a binary merger",
+        "The interferometers recorded a chirp from two coalescing compact objects.",
+    ),
+    "finance": (
+        "Volatility clustering in equity returns",
+        "Daily returns of listed shares show heavy tails; we model the risk of investors.",
+    ),
+}
+
+
+@pytest.fixture
+def meaning_topics(db):
+    return {
+        key: topic_create(name=name, description=description)
+        for key, (name, description) in TOPICS.items()
+    }
+
+
+@pytest.fixture
+def embedded(meaning_topics):
+    papers = {
+        key: PaperFactory(title=title, abstract=abstract)
+        for key, (title, abstract) in PAPERS.items()
+    }
+    embed_papers([paper.pk for paper in papers.values()])
+    return papers
+
+
+def machine(paper):
+    return {
+        (a.topic.slug, a.source, a.state)
+        for a in Assignment.objects.filter(paper=paper).select_related("topic")
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stored_vectors_are_tagged_by_meaning_and_say_why(meaning_topics, embedded):
+    """Zero-shot: each paper is suggested (pending review) for the topic it is about, with no
+    word in common with its name, and no other; a second run writes nothing."""
+    papers_tag(paper_ids=[paper.pk for paper in embedded.values()])
+    for key, paper in embedded.items():
+        assignment = Assignment.objects.get(paper=paper)
+        assert (assignment.topic, assignment.source, assignment.state) == (
+            meaning_topics[key],
+            SEMANTIC,
+            PENDING,
+        )
+        assert 0 < assignment.score <= 1
+        assert assignment.evidence["cosine"] > semantic.MIN_COSINE
+        assert assignment.evidence["nearest"] == [] and assignment.evidence["labels"] == 0
+    assert papers_tag(paper_ids=[paper.pk for paper in embedded.values()]) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_papers_are_tagged_by_words_until_their_vectors_arrive(meaning_topics):
+    paper = PaperFactory(title=PAPERS["gravity"][0], abstract=PAPERS["gravity"][1])
+    papers_tag(paper_ids=[paper.pk])
+    assert machine(paper) == set()
+    # Storing the vector sends papers_embedded; the receiver queues tagging (eager here).
+    embed_papers([paper.pk])
+    assert machine(paper) == {(meaning_topics["gravity"].slug, SEMANTIC, PENDING)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_curator_decision_counts_at_once_and_stays_final(meaning_topics, embedded):
+    curator = UserFactory(username="ada")
+    finance = meaning_topics["finance"]
+    papers_tag(paper_ids=[paper.pk for paper in embedded.values()])
+    suggestion = Assignment.objects.get(paper=embedded["finance"], topic=finance)
+    assert semantic_active().metrics[finance.pk]["positives"] == 0
+
+    assignment_decide(assignment=suggestion, state=ACCEPTED, user=curator)
+    # No retraining: the next model built has the label.
+    model = semantic_active()
+    assert model.metrics[finance.pk]["positives"] == 1
+    rejected = Assignment.objects.get(paper=embedded["gravity"])
+    assignment_decide(assignment=rejected, state=REJECTED, user=curator)
+    assert semantic_active().metrics[rejected.topic_id]["negatives"] == 1
+
+    papers_tag(paper_ids=[paper.pk for paper in embedded.values()])
+    rejected.refresh_from_db()
+    suggestion.refresh_from_db()
+    assert (rejected.state, suggestion.state) == (REJECTED, ACCEPTED)
+    assert rejected.decided_by == suggestion.decided_by == curator
+    # Later suggestions for the topic name their nearest accepted paper.
+    other = PaperFactory(
+        title="Herding among day traders",
+        abstract="Brokerage data show investors buying the shares their peers bought.",
+    )
+    embed_papers([other.pk])
+    evidence = Assignment.objects.get(paper=other, topic=finance).evidence
+    assert evidence["nearest"] == [embedded["finance"].pk] and evidence["labels"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rule_still_decides(meaning_topics, embedded):
+    gravity = meaning_topics["gravity"]
+    Topic.objects.filter(pk=gravity.pk).update(rule_query='"chirp"')
+    papers_tag(paper_ids=[embedded["gravity"].pk])
+    assignment = Assignment.objects.get(paper=embedded["gravity"], topic=gravity)
+    assert (assignment.source, assignment.state, assignment.score) == ("rule", ACCEPTED, 1.0)
+    assert assignment.evidence == {"rule": '"chirp"', "categories": False}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retraining_twice_on_the_same_labels_never_widens_a_topic(settings):
+    """The demo's case: the reference page's topics and papers (import assignments), papers far
+    from them (a 2008 finance paper among them), everything embedded and tagged; retraining
+    (classifier, then re-tagging with rules, classifier and semantic) twice grows no topic's
+    accepted papers, and the finance paper never enters LLM Agent Training."""
+    settings.TOPICS_CLASSIFIER_MIN_POSITIVES = 3
+    call_command("load_categories", verbosity=0)
+    call_command("import_reference_page", verbosity=0)
+    finance = PaperFactory(
+        title="Herding and volatility in the 2008 stock market crash",
+        abstract="We study how investors' herding amplified price volatility in equity "
+        "markets during the 2008 financial crisis, with daily data on bank shares.",
+        submitted="2008-11-03",
+    )
+    far = [PaperFactory(title=title, abstract=abstract) for title, abstract in PAPERS.values()]
+    all_ids = list(Paper.objects.values_list("pk", flat=True))
+    embed_papers(all_ids)
+    papers_tag(paper_ids=all_ids)
+
+    def accepted():
+        found: dict[int, set[int]] = {}
+        for topic_id, paper_id in Assignment.objects.filter(state=ACCEPTED).values_list(
+            "topic_id", "paper_id"
+        ):
+            found.setdefault(topic_id, set()).add(paper_id)
+        return found
+
+    before = accepted()
+    classifier_train()
+    once = accepted()
+    classifier_train()
+    twice = accepted()
+    for topic_id in set(once) | set(twice):
+        assert twice.get(topic_id, set()) <= once.get(topic_id, set()), topic_id
+    root = Topic.objects.get(slug="llm-agent-training")
+    for state_sets in (before, once, twice):
+        assert finance.pk not in state_sets.get(root.pk, set())
+        assert not {paper.pk for paper in far} & state_sets.get(root.pk, set())
+    pending = Assignment.objects.filter(state=PENDING).count()
+    assert pending <= len(all_ids) // 4, pending
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_paper_a_rule_places_in_a_subtopic_is_not_suggested_for_its_parent(
+    meaning_topics, embedded
+):
+    gravity = meaning_topics["gravity"]
+    astronomy = topic_create(name="Gravitational Wave Astronomy.", description=TOPICS["gravity"][1])
+    topic_move(topic=gravity, parent=astronomy)
+    paper = embedded["gravity"]
+    papers_tag(paper_ids=[paper.pk])
+    assert (astronomy.slug, SEMANTIC, PENDING) in machine(paper)  # near in meaning
+
+    Topic.objects.filter(pk=gravity.pk).update(rule_query='"chirp"')
+    papers_tag(paper_ids=[paper.pk])
+    # The parent shows its subtopic's papers: nothing is written under it.
+    assert machine(paper) == {(gravity.slug, "rule", ACCEPTED)}
