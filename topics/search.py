@@ -139,6 +139,28 @@ def substring_query(q: str) -> Q:
     return condition
 
 
+def query_parts(q: str) -> tuple[str, str]:
+    """``q`` (websearch syntax) split into what it asks for and what it excludes:
+    ``(positive, excluded)``, the first without its ``-word`` and ``-"phrase"`` terms (the text
+    the semantic part embeds and ranks by), the second those terms alone, still in websearch
+    syntax (``'-agents -"tool use"'``; empty when nothing is excluded), to filter every
+    ranking's candidates with :func:`full_text_match`."""
+    positive: list[str] = []
+    excluded: list[str] = []
+    for match in _WEBSEARCH_TOKEN.finditer(q):
+        negate, phrase, word = match.group(1), match.group(2), match.group(3)
+        if word is not None and word.startswith("-") and len(word) > 1:
+            negate, word = "-", word[1:]
+        if phrase is not None:
+            text = f'"{phrase.strip()}"' if phrase.strip() else ""
+        else:
+            text = word or ""
+        if not text or text == "-":
+            continue
+        (excluded if negate else positive).append(f"-{text}" if negate else text)
+    return " ".join(positive), " ".join(excluded)
+
+
 def full_text_match(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
     """Papers of ``queryset`` whose title or abstract match ``q`` (websearch syntax: words,
     ``"phrases"``, ``-word``, ``OR``): on PostgreSQL through the stored ``search_vector`` and
@@ -297,8 +319,22 @@ def papers_search(
         keyword = full_text_ranked(full_text_match(queryset, q), q)
         if mode == "keyword":
             return SearchResults(ranked=keyword, mode="keyword", requested_mode=mode)
+    # Excluded terms bind every ranking: the semantic part embeds only what is asked for and
+    # looks among the papers without the excluded terms (the keyword part excludes them itself).
+    positive, excluded = query_parts(q)
+    if excluded:
+        queryset = full_text_match(queryset, excluded)
+        if not has_searchable_words(positive):
+            if keyword is None:
+                keyword = full_text_ranked(full_text_match(queryset, q), q)
+            return SearchResults(
+                ranked=keyword,
+                mode="keyword",
+                requested_mode=mode,
+                fallback="the query only excludes words; nothing to search for by meaning",
+            )
     try:
-        vector = query_vector(q)
+        vector = query_vector(positive)
     except SemanticUnavailable as error:
         logger.info("search falls back to keywords: %s", error)
         if keyword is None:
@@ -310,7 +346,7 @@ def papers_search(
     if mode == "semantic":
         return SearchResults(ranked=semantic, mode="semantic", requested_mode=mode)
     candidates = list(dict.fromkeys(paper_id for paper_id, _ in [*keyword, *semantic]))
-    words = any_word_ranked(candidates, q)
+    words = any_word_ranked(candidates, positive)
     return SearchResults(
         ranked=fuse([keyword, semantic, words])[:SEARCH_WINDOW],
         mode="hybrid",

@@ -21,6 +21,11 @@ class PaperDuplicateAdmin(admin.ModelAdmin):
     show_full_result_count = False
     actions = ("confirm", "reject")
 
+    def has_add_permission(self, request):
+        # Pairs come from detection (papers.duplicates), which scores them; a pair typed in
+        # by hand would have no similarity. Curators confirm or reject what was found.
+        return False
+
     def _decide(self, request, queryset, decision: str) -> None:
         count = 0
         for duplicate in queryset:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import re
 import tempfile
@@ -48,6 +49,8 @@ from papers.models import Paper, PaperEmbedding
 
 from .vectors import current_model_id, vector_from_bytes
 
+logger = logging.getLogger(__name__)
+
 # How often a web process looks at the file to see whether a writer replaced it.
 REOPEN_CHECK_SECONDS = 1.0
 # How the file stores vectors: half precision halves the memory of float32 at no measured
@@ -65,9 +68,15 @@ REBUILD_CHUNK = 10_000
 
 def index_path(model: str) -> Path:
     """The index file of ``model`` under ``settings.EMBEDDING_INDEX_DIR``: a readable slug of
-    the model id and a short hash of it (ids differing only in punctuation get their own file)."""
+    the model id and a short hash of it and of the database the vectors come from (its engine,
+    host, port and name), so that two databases sharing one index folder (a demo and a test
+    database on one checkout) never read or overwrite each other's file."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:80]
-    digest = hashlib.sha256(model.encode("utf-8")).hexdigest()[:10]
+    database = connection.settings_dict
+    source = "\0".join(
+        [model, *(str(database.get(key) or "") for key in ("ENGINE", "HOST", "PORT", "NAME"))]
+    )
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:10]
     return Path(settings.EMBEDDING_INDEX_DIR) / f"{slug}-{digest}.usearch"
 
 
@@ -135,7 +144,13 @@ class IndexWriter:
         if identity is None:
             index = _new_index(self.dimension)
         else:
-            index = Index.restore(str(self.path), view=False)
+            try:
+                index = Index.restore(str(self.path), view=False)
+            except (ValueError, RuntimeError, OSError) as error:
+                # A damaged file: start again from the source of truth, not from nothing
+                # (a file holding only the next batch would hide every other paper).
+                logger.warning("vector index %s is unreadable (%s); rebuilding", self.path, error)
+                index = self._from_database()
             if index is None or index.ndim != self.dimension:
                 index = _new_index(self.dimension)
             index.expansion_add, index.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
@@ -189,25 +204,30 @@ class IndexWriter:
         the source of truth), read :data:`REBUILD_CHUNK` rows at a time, and replace the file
         atomically under the write lock. Returns the number of vectors indexed."""
         with _write_lock(self.path):
-            index = _new_index(self.dimension)
-            rows = (
-                PaperEmbedding.objects.filter(model=self.model, dimension=self.dimension)
-                .order_by("paper_id")
-                .values_list("paper_id", "vector")
-            )
-            ids: list[int] = []
-            vectors: list[np.ndarray] = []
-            for paper_id, data in rows.iterator(chunk_size=REBUILD_CHUNK):
-                ids.append(paper_id)
-                vectors.append(vector_from_bytes(data))
-                if len(ids) == REBUILD_CHUNK:
-                    index.add(np.array(ids, dtype=np.uint64), np.vstack(vectors))
-                    ids, vectors = [], []
-            if ids:
-                index.add(np.array(ids, dtype=np.uint64), np.vstack(vectors))
+            index = self._from_database()
             self._index = index
             self._save(index)
             return len(index)
+
+    def _from_database(self) -> Index:
+        """A new index holding every stored vector of the model (called under the lock)."""
+        index = _new_index(self.dimension)
+        rows = (
+            PaperEmbedding.objects.filter(model=self.model, dimension=self.dimension)
+            .order_by("paper_id")
+            .values_list("paper_id", "vector")
+        )
+        ids: list[int] = []
+        vectors: list[np.ndarray] = []
+        for paper_id, data in rows.iterator(chunk_size=REBUILD_CHUNK):
+            ids.append(paper_id)
+            vectors.append(vector_from_bytes(data))
+            if len(ids) == REBUILD_CHUNK:
+                index.add(np.array(ids, dtype=np.uint64), np.vstack(vectors))
+                ids, vectors = [], []
+        if ids:
+            index.add(np.array(ids, dtype=np.uint64), np.vstack(vectors))
+        return index
 
 
 _writers: dict[tuple[str, int, Path], IndexWriter] = {}
@@ -252,8 +272,19 @@ def _open_index(path: Path) -> Index | None:
         if reader is not None and reader.identity == identity:
             reader.checked = now
             return reader.index
-        index = Index.restore(str(path), view=True)
-        if index is None:
+        try:
+            index = Index.restore(str(path), view=True)
+        except (ValueError, RuntimeError, OSError) as error:
+            index = None
+            logger.warning(
+                "vector index %s is unreadable (%s); searching exactly until it is rebuilt "
+                "(manage.py embed --rebuild-index)",
+                path,
+                error,
+            )
+        if index is None or len(index) == 0:
+            # No usable file: exact search over the stored vectors answers instead (an empty
+            # file, rebuilt before any paper had a vector, would otherwise answer nothing).
             _readers.pop(path, None)
             return None
         index.expansion_search = EXPANSION_SEARCH  # not stored in the file

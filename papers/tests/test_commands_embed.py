@@ -107,3 +107,9 @@ def test_the_progress_bar_moves_with_each_batch(encoder, index_dir, dated_papers
     call_command("embed", "--batch-size", "2", stdout=StringIO(), stderr=err)
     bar = err.getvalue()
     assert "Embedding" in bar and "6/6" in bar and "paper/s" in bar
+
+
+@pytest.mark.parametrize("option", [["--limit", "-1"], ["--batch-size", "0"], ["--limit", "abc"]])
+def test_bad_numbers_are_one_line_errors(option):
+    with pytest.raises(CommandError, match="expected a"):
+        call_command("embed", *option)

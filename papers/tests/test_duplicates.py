@@ -202,3 +202,12 @@ def test_command_links_and_refuses_ids_that_name_no_paper(trio, capsys):
         call_command("detect_duplicates", "--ids", ",")
     with pytest.raises(CommandError, match="separated by commas"):
         call_command("detect_duplicates", "--ids", "a,b")
+
+
+@pytest.mark.django_db
+def test_the_admin_offers_no_hand_made_pair(admin_client):
+    """Pairs come from detection, which scores them; the add page is refused, not a 500."""
+    response = admin_client.get("/admin/papers/paperduplicate/add/")
+    assert response.status_code == 403
+    response = admin_client.post("/admin/papers/paperduplicate/add/", {})
+    assert response.status_code == 403

@@ -173,3 +173,38 @@ def test_a_reader_re_opens_the_file_another_process_replaced(encoder, index_dir,
     vector_index._readers[path].checked = float("inf")
     path.unlink()
     assert len(vector_index._open_index(path)) == len(papers)
+
+
+@pytest.mark.parametrize("content", ["empty", "corrupt"])
+def test_an_empty_or_damaged_file_falls_back_to_exact_search(
+    encoder, index_dir, papers, monkeypatch, content
+):
+    """An index rebuilt while no paper had a vector (or by another database before the file
+    was per database), or a damaged file, answers by exact search, never with an error."""
+    reopen_now(monkeypatch)
+    embed_papers([p.pk for p in papers])
+    path = index_path(encoder.model_id)
+    if content == "empty":
+        IndexWriter(encoder.model_id, encoder.dimension, path)._save(
+            vector_index._new_index(encoder.dimension)
+        )
+    else:
+        path.write_bytes(b"\x00" * 5000)
+    vector_index._forget_reader(path)
+    query = encoder.encode(["superconducting oxide films"])[0]
+    assert nearest(query, 3)[0][0] == papers[1].pk
+
+
+def test_a_writer_rebuilds_a_damaged_file_from_the_database(encoder, index_dir, papers):
+    embed_papers([p.pk for p in papers])
+    path = index_path(encoder.model_id)
+    path.write_bytes(b"\x00" * 5000)
+    writer = IndexWriter(encoder.model_id, encoder.dimension, path)
+    assert writer.update({}) == len(papers), "every stored vector is back in the file"
+
+
+def test_each_database_has_its_own_index_file(encoder, monkeypatch):
+    first = index_path(encoder.model_id)
+    monkeypatch.setitem(connection.settings_dict, "NAME", "another_database")
+    assert index_path(encoder.model_id) != first
+    assert index_path(encoder.model_id).parent == first.parent

@@ -3,6 +3,8 @@ terms; a cluster's page with its papers; and "Adopt as a new topic", one action 
 cluster a topic (name from its terms, editable; parent chosen) with its papers as the topic's
 first curator-accepted labels."""
 
+import unicodedata
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
@@ -14,7 +16,7 @@ from django.utils.text import Truncator
 from topics.admin.actions import action_page
 from topics.admin.tree import TopicTreeChoiceField
 from topics.emerging import emerging_cluster_adopt
-from topics.models import EmergingCluster, EmergingClusterPaper
+from topics.models import EmergingCluster, EmergingClusterPaper, Topic
 
 
 class EmergingClusterPaperInline(admin.TabularInline):
@@ -51,6 +53,18 @@ class AdoptForm(forms.Form):
     parent = TopicTreeChoiceField(
         required=False, help_text="Leave empty for a topic at the root of the taxonomy."
     )
+
+    def clean_name(self) -> str:
+        """One line of visible text, not another topic's name (case aside): control and
+        formatting characters (a newline, a right-to-left override) are refused by name."""
+        name = " ".join(self.cleaned_data["name"].split())
+        odd = sorted({f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in ("Cc", "Cf")})
+        if odd:
+            raise ValidationError(f"The name holds invisible characters: {', '.join(odd)}.")
+        existing = Topic.objects.filter(name__iexact=name).first()
+        if existing is not None:
+            raise ValidationError(f"A topic is named {existing.name!r} already; choose another.")
+        return name
 
 
 @admin.register(EmergingCluster)

@@ -281,3 +281,31 @@ def test_terms_are_written_as_the_papers_write_them_without_plural_repeats():
     assert sorted(terms[0][:3]) == ["QCD", "X-ray", "galaxies"]
     assert "galaxy" not in terms[0]
     assert terms[1][:2] == ["neural networks", "protein"]
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("machine LEARNING", "A topic is named &#x27;Machine learning&#x27; already"),
+        ("Robots\nand more", None),
+        ("\u202eevil", "invisible characters: U+202E"),
+    ],
+)
+def test_admin_refuses_another_topics_name_and_invisible_characters(
+    recent_papers, admin_client, name, message
+):
+    robots = emerging_clusters_refresh(as_of=AS_OF)[0]
+    topic_create(name="Machine learning")
+    changelist = reverse("admin:topics_emergingcluster_changelist")
+    response = admin_client.post(
+        changelist,
+        {"action": "adopt", "_selected_action": [robots.pk], "apply": "Apply", "name": name},
+    )
+    if message is None:  # a newline is whitespace: the name becomes one line
+        assert response.status_code == 302
+        assert Topic.objects.filter(name="Robots and more").exists()
+        return
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    robots.refresh_from_db()
+    assert robots.adopted_topic is None

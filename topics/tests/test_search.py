@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 import pytest
 
@@ -14,7 +15,7 @@ from papers.models import Paper, PaperEmbedding
 from papers.tests.conftest import SNAPSHOT_HEAD
 from papers.tests.factories import CategoryFactory, PaperFactory
 from topics import search
-from topics.search import fuse, has_searchable_words, papers_search
+from topics.search import fuse, has_searchable_words, papers_search, query_parts
 from topics.tests.factories import AssignmentFactory, TopicFactory
 
 pytestmark = pytest.mark.django_db
@@ -170,3 +171,36 @@ def test_topic_filter_through_the_api_takes_descendants(corpus, client):
     body = client.get("/api/v1/search/", {"q": PARAPHRASE, "topic": "physics"}).json()
     assert body["meta"] == {"mode": "hybrid", "requested_mode": "hybrid", "fallback": None}
     assert [paper["id"] for paper in body["results"]] == [PARAPHRASED, "0704.0002"]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic", "keyword"])
+def test_excluded_words_bind_every_ranking(corpus, mode):
+    """``-"phrase"`` and ``-word`` leave out every paper holding them, whichever ranking found
+    it: the semantic arm must not bring back what the query excludes."""
+    q = 'scattering particles -"discrete dipole approximation"'
+    found = set(_arxiv_ids(papers_search(q=q, mode=mode)))
+    assert not found & DIPOLE_PAPERS
+    if mode != "keyword":
+        assert found, "the rest is still ranked by meaning"
+    dipole = corpus["0704.0033"]
+    words = [w.strip(".,;:()").lower() for w in dipole.abstract.split()]
+    word = max((w for w in words if w.isalpha()), key=len)
+    for paper_id, _ in papers_search(q=f"light scattering -{word}", mode=mode).ranked:
+        paper = Paper.objects.get(pk=paper_id)
+        text = f"{paper.title} {paper.abstract}".lower()
+        assert not re.search(rf"\b{word}\b", text), (word, paper.arxiv_id)
+
+
+def test_a_query_of_exclusions_alone_is_answered_by_keywords(corpus):
+    results = papers_search(q='-"discrete dipole approximation"')
+    assert results.mode == "keyword" and "only excludes" in results.fallback
+    assert not set(_arxiv_ids(results)) & DIPOLE_PAPERS
+
+
+def test_query_parts_split_what_is_asked_from_what_is_excluded():
+    assert query_parts('agents -"tool use" OR planning -web') == (
+        "agents OR planning",
+        '-"tool use" -web',
+    )
+    assert query_parts("plain words") == ("plain words", "")
+    assert query_parts('- -"" "open') == ('"open"', "")

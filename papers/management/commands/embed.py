@@ -1,6 +1,7 @@
 """``manage.py embed``: embed every paper that has no vector yet or whose title or abstract
 changed, newest first; ``--rebuild-index`` rebuilds the nearest-neighbour index file."""
 
+import argparse
 import time
 
 from django.core.management.base import BaseCommand, CommandError
@@ -25,9 +26,9 @@ def _positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise CommandError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
-        raise CommandError(f"expected a number of at least 1, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
     return value
 
 
