@@ -48,7 +48,7 @@ def test_stored_papers_are_matched_by_a_real_worker(live_worker):  # noqa: F811
     assert result.created == len(records) == 10
 
     # The commit queued tag_papers (queue tag) and saved_searches_match (queue default).
-    match_task = live_worker.published[-1]
+    match_task = live_worker.last_published("follows.tasks.saved_searches_match")
     name, found, state = live_worker.wait_for(match_task, "saved_searches_match")
     assert (name, state) == ("follows.tasks.saved_searches_match", "SUCCESS")
     assert [v[0] for v in live_worker.finished.values()].count("topics.tasks.tag_papers") == 1

@@ -52,11 +52,23 @@ class TaskLog:
     def __init__(self):
         self.lock = threading.Lock()
         self.published: list[str] = []
+        self.names: dict[str, str] = {}
         self.finished: dict[str, tuple[str, object, str]] = {}
 
-    def on_publish(self, sender=None, headers=None, **kwargs):
+    def on_publish(self, sender=None, headers=None, routing_key=None, **kwargs):
+        # Only tasks for this worker's queues: embedding goes to the ``embed`` queue, which
+        # a worker of its own (an accelerator host) takes; these tests are not about it.
+        if routing_key not in QUEUES:
+            return
         with self.lock:
-            self.published.append((headers or {}).get("id"))
+            task_id = (headers or {}).get("id")
+            self.published.append(task_id)
+            self.names[task_id] = sender
+
+    def last_published(self, name: str) -> str:
+        """The id of the newest published task named ``name``."""
+        with self.lock:
+            return [task_id for task_id in self.published if self.names[task_id] == name][-1]
 
     def on_postrun(self, sender=None, task_id=None, task=None, retval=None, state=None, **kwargs):
         with self.lock:
