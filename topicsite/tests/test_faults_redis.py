@@ -294,10 +294,15 @@ def test_stored_papers_stay_and_are_tagged_once_redis_is_back(own_redis, caplog,
     # logged with the command that tags exactly its papers.
     assert result.created == Paper.objects.count() == 200
     assert not Assignment.objects.exists()
-    commands = [
+    logged_commands = [
         r.getMessage().rsplit(": ", 1)[1] for r in caplog.records if r.name == "topicsite.publish"
     ]
-    assert len(commands) == 4 and all(c.startswith("manage.py tag --ids ") for c in commands)
+    # Each batch also queues embedding and near-duplicate detection: logged the same way.
+    commands = [c for c in logged_commands if c.startswith("manage.py tag --ids ")]
+    assert len(commands) == 4
+    assert sum(c.startswith("manage.py detect_duplicates --ids ") for c in logged_commands) == 4
+    assert sum(c.startswith("manage.py embed") for c in logged_commands) == 4
+    assert len(logged_commands) == 12
     logged = {int(i) for c in commands for i in c.removeprefix("manage.py tag --ids ").split(",")}
     assert logged == set(Paper.objects.values_list("pk", flat=True))
 
