@@ -35,14 +35,14 @@ from digests.tokens import unsubscribe_token_make
 from follows.feed_services import feed_visit, private_feed_token
 from follows.models import SearchMatch
 from follows.services import follow_create
-from papers.models import HarvestRun
+from papers.models import HarvestRun, PaperDuplicate
 from papers.tests.factories import (
     AuthorshipFactory,
     CategoryFactory,
     PaperAffiliationFactory,
     PaperFactory,
 )
-from topics.models import ClassifierModel
+from topics.models import ClassifierModel, EmergingCluster
 from topics.tests.factories import AssignmentFactory, TopicFactory
 
 ROLES = ("anonymous", "user", "curator", "staff", "superuser")
@@ -185,6 +185,11 @@ ROUTES: dict[str, Route] = {
         post={**staff_only(200), "staff": 404, "curator": 200},
         kwargs=lambda w: {"app_label": "topics"},
     ),
+    # POST only; an empty form (no assignment, no decision) is a 400 naming what is missing.
+    "admin:topics_assignment_quick_decide": page(
+        {**staff_only(405), "staff": 405, "curator": 405},
+        post={**staff_only(403), "curator": 400, "superuser": 400},
+    ),
     "admin:topics_classifiermodel_retrain": page(
         {**staff_only(403), "curator": 405, "superuser": 405},
         post={**staff_only(403), "curator": 302, "superuser": 302},
@@ -201,6 +206,7 @@ ROUTES: dict[str, Route] = {
     # reads for anyone; writes need credentials (401), then the method is refused (405)
     "api:paper-list": api(READ),
     "api:paper-detail": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
+    "api:paper-similar": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:paper-bibtex": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:paper-authors": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:topic-list": api(READ),
@@ -287,6 +293,8 @@ ADMIN_MODELS: dict[str, set[str]] = {
     "topics.topic": {"view", "add", "change"},
     "topics.assignment": {"view", "add", "change", "delete"},
     "topics.classifiermodel": {"view", "change"},
+    "topics.emergingcluster": set(),
+    "papers.paperduplicate": set(),
     "follows.follow": set(),
     "follows.searchmatch": set(),
     "digests.digest": set(),
@@ -294,7 +302,14 @@ ADMIN_MODELS: dict[str, set[str]] = {
 }
 # Harvest runs, digests and classifier versions are made by the jobs, API tokens by their
 # owners; runs and classifier versions stay as the record of what happened.
-NO_ADD = {"api.apitoken", "digests.digest", "papers.harvestrun", "topics.classifiermodel"}
+NO_ADD = {
+    "api.apitoken",
+    "digests.digest",
+    "papers.harvestrun",
+    "papers.paperduplicate",
+    "topics.classifiermodel",
+    "topics.emergingcluster",
+}
 NO_DELETE = {"papers.harvestrun", "topics.classifiermodel"}
 
 
@@ -318,6 +333,16 @@ def world(db):
     IntervalSchedule.objects.create(every=1, period=IntervalSchedule.HOURS)
     ClassifierModel.objects.create(version=1, artifact=b"")
     HarvestRun.objects.create(kind=HarvestRun.Kind.RECORDED)
+    PaperDuplicate.objects.create(paper=local_paper, original=paper, similarity=0.9)
+    EmergingCluster.objects.create(
+        name="Matrix cluster",
+        size=5,
+        recent_count=4,
+        previous_count=1,
+        growth=4.0,
+        window_start="2026-08-01",
+        window_end="2026-09-29",
+    )
     AuthorshipFactory(paper=paper)
     PaperAffiliationFactory(paper=paper)
     SearchMatch.objects.create(follow=owner_follow, paper=paper)
