@@ -8,7 +8,8 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _clear_cache(request):
-    """Each test starts with an empty cache (the Redis test database is shared by the suite).
+    """Each test starts with an empty cache (the Redis test database is shared by the suite)
+    and no semantic corpus sample read from another test's (rolled-back) papers.
 
     Plain-Python tests (parsers) can run without Django: ``pytest -p no:django``.
     """
@@ -17,7 +18,10 @@ def _clear_cache(request):
         return
     from django.core.cache import cache
 
+    from topics.tagging import semantic
+
     cache.clear()
+    semantic._corpus = None
     yield
     cache.clear()
 

@@ -245,7 +245,9 @@ def evaluate(
     their (m,) owners, column indices in sorted topic order),
     semantic tagging with 0, 1, 3 and 10 labels per topic and with every training label,
     and the classifier + semantic with every label: what ``papers_tag`` writes (a classifier
-    acceptance or a semantic candidate, :meth:`SemanticModel.predict`)."""
+    acceptance or a semantic candidate, :meth:`SemanticModel.predict`). The semantic model's
+    unlabelled corpus is the training folds' papers (their labels unused), as a site's
+    corpus is its stored papers."""
     from topics.tagging.classifier import TopicClassifier, TopicExamples
     from topics.tagging.rules import compile_rule
     from topics.tagging.semantic import SemanticModel
@@ -303,6 +305,7 @@ def evaluate(
                     labels,
                     owners=meanings[1],
                     target_precision=target_precision,
+                    corpus=vectors[train],
                 )
                 predicted = model.predict(vectors[test])
                 kind = "semantic all" if shots is None else f"semantic k={shots}"

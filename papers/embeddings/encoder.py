@@ -10,8 +10,12 @@ installs: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0; 384 dimensions; me
 Nothing is downloaded at run time.
 
 Texts are tokenised with the model's own ``tokenizer.json`` (Hugging Face ``tokenizers``),
-truncated to ``settings.EMBEDDING_MAX_TOKENS`` word pieces, sorted by length and run in batches
-of ``settings.EMBEDDING_BATCH_SIZE`` so that little time goes on padding.
+truncated to ``settings.EMBEDDING_MAX_TOKENS`` word pieces, sorted by length and run
+``settings.EMBEDDING_PASS_SIZE`` texts per forward pass (default 1: on a 2-core CPU a text
+alone, with no padding, was measured fastest; an accelerator wants larger passes). With int8
+weights (``settings.EMBEDDING_QUANTIZE``, the default) every text runs alone whatever the
+setting: dynamic quantisation scales the activations of a whole pass, so a text batched with
+others would get a vector that depends on its neighbours.
 """
 
 from __future__ import annotations
@@ -138,7 +142,8 @@ class Encoder:
 
     ``model_id`` is what is stored with each vector: ``settings.EMBEDDING_MODEL``, the maximum
     token count and, for a quantised graph, ``int8`` (vectors of different ids are never
-    compared). ``dimension`` is the vector length."""
+    compared). ``dimension`` is the vector length. ``batch_size``: texts per forward pass (1
+    for a quantised graph, see the module docstring)."""
 
     def __init__(
         self,
@@ -154,8 +159,8 @@ class Encoder:
         self.model_name = model_name
         self.files = _Files.find(path)
         self.max_tokens = max_tokens
-        self.batch_size = batch_size
         self.quantize = quantize and self.files.onnx is None
+        self.batch_size = 1 if self.quantize else max(1, batch_size)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.threads = threads
         self.model_id = f"{model_name}@{max_tokens}" + ("-int8" if self.quantize else "")
@@ -309,7 +314,7 @@ def get_encoder() -> Encoder:
                     settings.EMBEDDING_MODEL,
                     default_model_path(),
                     max_tokens=settings.EMBEDDING_MAX_TOKENS,
-                    batch_size=settings.EMBEDDING_BATCH_SIZE,
+                    batch_size=settings.EMBEDDING_PASS_SIZE,
                     quantize=settings.EMBEDDING_QUANTIZE,
                     cache_dir=settings.EMBEDDING_CACHE_DIR,
                     threads=settings.EMBEDDING_THREADS or None,

@@ -33,18 +33,37 @@ def fresh_encoder():
     reset_encoder()
 
 
-def test_vectors_match_sentence_transformers_on_torch():
+@pytest.mark.parametrize(
+    ("quantize", "pass_size", "least", "mean"),
+    [
+        (False, 1, 0.9999, 0.9999),  # float32 weights: PyTorch's vectors
+        (False, 32, 0.9999, 0.9999),  # padded passes change nothing
+        (True, 1, 0.97, 0.99),  # the default, int8 weights: close, not equal
+    ],
+)
+def test_vectors_match_sentence_transformers_on_torch(
+    settings, fresh_encoder, quantize, pass_size, least, mean
+):
+    settings.EMBEDDING_QUANTIZE, settings.EMBEDDING_PASS_SIZE = quantize, pass_size
     vectors = get_encoder().encode(REFERENCE["texts"])
     expected = np.array(REFERENCE["embeddings"], dtype=np.float32)
     assert vectors.shape == expected.shape == (22, 384)
     assert vectors.dtype == np.float32
     cosines = (vectors * expected).sum(axis=1)
-    assert cosines.min() > 0.9999, cosines
+    assert cosines.min() > least, cosines
+    assert cosines.mean() > mean, cosines
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_a_text_embeds_the_same_alone_and_in_a_batch_of_other_lengths():
+@pytest.mark.parametrize(("quantize", "pass_size"), [(True, 32), (False, 32)])
+def test_a_text_embeds_the_same_alone_and_in_a_batch_of_other_lengths(
+    settings, fresh_encoder, quantize, pass_size
+):
+    # int8 runs each text alone whatever the pass size: its activations are scaled per pass,
+    # so a shared pass would make a vector depend on its neighbours.
+    settings.EMBEDDING_QUANTIZE, settings.EMBEDDING_PASS_SIZE = quantize, pass_size
     encoder = get_encoder()
+    assert encoder.batch_size == (1 if quantize else 32)
     texts = REFERENCE["texts"]
     together = encoder.encode(texts)
     for index in (0, 18, 20):  # a long abstract, a short query, the empty string
@@ -75,8 +94,13 @@ def test_empty_input_gives_an_empty_matrix():
     assert get_encoder().encode([]).shape == (0, 384)
 
 
-def test_model_id_records_model_and_truncation(settings):
-    assert get_encoder().model_id == f"{settings.EMBEDDING_MODEL}@{settings.EMBEDDING_MAX_TOKENS}"
+def test_model_id_records_model_truncation_and_weights(settings, fresh_encoder):
+    base = f"{settings.EMBEDDING_MODEL}@{settings.EMBEDDING_MAX_TOKENS}"
+    settings.EMBEDDING_QUANTIZE = True
+    assert get_encoder().model_id == f"{base}-int8"
+    reset_encoder()
+    settings.EMBEDDING_QUANTIZE = False
+    assert get_encoder().model_id == base
 
 
 def test_paper_text_collapses_whitespace_so_rewrapping_is_no_change():

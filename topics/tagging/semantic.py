@@ -73,6 +73,16 @@ MIN_COSINE = 0.15
 # A topic without measured precision suggests a paper when it is the paper's best-fitting topic
 # or within this much cosine of it (papers belong to a topic or two, rarely more).
 SUGGEST_MARGIN = 0.02
+# A topic without accepted labels learns from the corpus instead: its meaning moves towards the
+# mean of the (unlabelled) papers whose best-fitting topic it is, CORPUS_WEIGHT times that mean's
+# unit vector, when at least CORPUS_MIN_MEMBERS papers chose it (a name or a paragraph of
+# description is a thin summary of a field; the papers it attracts show how the field writes).
+# On the archive labels of bench_classifier_quality, zero-shot micro F1 0.594 -> 0.624 / 0.639
+# / 0.642 at weights 0.3 / 0.5 / 1.0 (corpus: the training folds' papers, labels unused).
+CORPUS_WEIGHT = 0.5
+CORPUS_MIN_MEMBERS = 5
+# Newest embedded papers semantic_active reads as that corpus.
+CORPUS_SAMPLE = 20_000
 # Labelled pairs scored per step of the leave-one-out pass (bounds its memory: this many
 # prototype rows at once).
 LEAVE_OUT_CHUNK = 4096
@@ -216,6 +226,35 @@ def prototypes_build(
     return _normalised(mix)
 
 
+def corpus_refined(
+    meanings: np.ndarray,
+    owners: np.ndarray,
+    starts: np.ndarray,
+    prototypes: np.ndarray,
+    unlabelled: np.ndarray,
+    corpus: np.ndarray,
+) -> np.ndarray:
+    """Meaning rows ((m, d) unit rows, ``owners`` (m,) their topic columns, ``starts`` each
+    topic's first row) with those of the ``unlabelled`` topics ((k,) bools) moved towards the
+    corpus: each corpus paper ((c, d) unit rows) goes to its best-fitting topic by
+    ``prototypes`` ((m, d)); a topic chosen by at least ``CORPUS_MIN_MEMBERS`` papers has each
+    of its rows replaced by ``normalise(row + CORPUS_WEIGHT * unit(mean of those papers))``.
+    Returns a new (m, d) float32 array; the others' rows are unchanged."""
+    corpus = np.asarray(corpus, dtype=np.float32)
+    best = np.zeros(len(corpus), dtype=np.int64)
+    for start in range(0, len(corpus), LEAVE_OUT_CHUNK):
+        block = corpus[start : start + LEAVE_OUT_CHUNK]
+        best[start : start + len(block)] = _pooled(block @ prototypes.T, starts).argmax(axis=1)
+    refined = meanings.copy()
+    sums = np.zeros((len(starts), corpus.shape[1]), dtype=np.float64)
+    np.add.at(sums, best, corpus)
+    counts = np.bincount(best, minlength=len(starts))
+    for column in np.flatnonzero(unlabelled & (counts >= CORPUS_MIN_MEMBERS)).tolist():
+        rows = owners == column
+        refined[rows] = _normalised(meanings[rows] + CORPUS_WEIGHT * _normalised(sums[column]))
+    return refined
+
+
 @dataclass(frozen=True)
 class SemanticLabels:
     """The labelled papers of the topics, for :meth:`SemanticModel.fit`.
@@ -290,6 +329,7 @@ class SemanticModel:
         owners: Sequence[int] | None = None,
         target_precision: float = TARGET_PRECISION,
         default: Calibration = DEFAULT_CALIBRATION,
+        corpus: np.ndarray | None = None,
     ) -> SemanticModel:
         """Build the model of topics ``topic_ids`` whose texts embed to ``meanings`` ((m, d)
         unit rows) from ``labels`` (``None``: zero-shot).
@@ -307,7 +347,12 @@ class SemanticModel:
         without both kinds of pair. Each topic's threshold: the F1-best on its own held-out
         pairs with at least ``MIN_TOPIC_LABELS`` accepted labels, the pooled one otherwise;
         it accepts on its own where its held-out precision there reaches
-        ``target_precision``. Raises ``ValueError`` when shapes disagree."""
+        ``target_precision``.
+
+        ``corpus`` ((c, d) unit rows, optional): unlabelled papers. Each topic without an
+        accepted label has its meaning rows moved towards the papers of ``corpus`` whose
+        best-fitting topic it is (:func:`corpus_refined`). Raises ``ValueError`` when shapes
+        disagree."""
         topic_ids = np.asarray(topic_ids, dtype=np.int64)
         meanings = _normalised(np.asarray(meanings, dtype=np.float32))
         k = len(topic_ids)
@@ -348,6 +393,17 @@ class SemanticModel:
             negative_counts[owners],
         )
         starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if k else owners
+        if corpus is not None and len(corpus) and k:
+            meanings = corpus_refined(
+                meanings, owners, starts, prototypes, positive_counts == 0, corpus
+            )
+            prototypes = prototypes_build(
+                meanings,
+                positive_sums[owners],
+                positive_counts[owners],
+                negative_sums[owners],
+                negative_counts[owners],
+            )
 
         calibration = default
         held_out = np.zeros((n, k))
@@ -536,6 +592,43 @@ _lock = threading.Lock()
 _meanings: dict[tuple[str, str], np.ndarray] = {}
 # (fingerprint of topics and labels, model): the last model built, reused while nothing changed.
 _built: tuple[tuple, SemanticModel] | None = None
+# ((encoder model id, corpus size bucket), vectors): the unlabelled corpus sample.
+_corpus: tuple[tuple, np.ndarray] | None = None
+
+
+def _corpus_bucket(encoder_id: str) -> int:
+    """Grows by one each time the highest embedded paper id grows by a quarter: the corpus
+    sample (and the model) are read again as the corpus grows, not at every new paper. One
+    index-only query."""
+    import math
+
+    from django.db.models import Max
+
+    from papers.models import PaperEmbedding
+
+    last = PaperEmbedding.objects.filter(model=encoder_id).aggregate(last=Max("paper_id"))["last"]
+    return int(math.log(last, 1.25)) + 1 if last else 0
+
+
+def _corpus_sample(encoder_id: str, bucket: int) -> np.ndarray:
+    """(c, d) float32 unit vectors of the ``CORPUS_SAMPLE`` newest embedded papers of the
+    encoder's model, withdrawn ones left out (``(0, 0)`` without any), read once per bucket."""
+    global _corpus
+    from papers.embeddings.vectors import vector_from_bytes
+    from papers.models import PaperEmbedding
+
+    cached = _corpus
+    if cached is not None and cached[0] == (encoder_id, bucket):
+        return cached[1]
+    rows = (
+        PaperEmbedding.objects.filter(model=encoder_id, paper__withdrawn=False)
+        .order_by("-paper_id")
+        .values_list("vector", flat=True)[:CORPUS_SAMPLE]
+    )
+    vectors = [vector_from_bytes(data) for data in rows.iterator(chunk_size=2000)]
+    sample = np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+    _corpus = ((encoder_id, bucket), sample)
+    return sample
 
 
 def _labels_query():
@@ -575,6 +668,7 @@ def _fingerprint(encoder_id: str) -> tuple:
         labels["n"],
         labels["changed"],
         labels["last"],
+        _corpus_bucket(encoder_id),
     )
 
 
@@ -588,7 +682,8 @@ def semantic_active() -> SemanticModel | None:
     (:func:`topic_texts` of name, description, keywords) embedded once per process and text;
     labels (:func:`_labels_query`) with their stored vectors
     (``papers.embeddings.vectors.load_vectors``; a labelled paper without one is left out);
-    :meth:`SemanticModel.fit`."""
+    the newest ``CORPUS_SAMPLE`` embedded papers as the unlabelled corpus (read again as the
+    corpus grows by a quarter); :meth:`SemanticModel.fit`."""
     global _built
     from papers.embeddings.encoder import EncoderUnavailable, get_encoder
     from papers.embeddings.vectors import load_vectors
@@ -645,7 +740,14 @@ def semantic_active() -> SemanticModel | None:
             negatives=[np.array(sorted(set(r)), dtype=np.int64) for r in negatives],
             paper_ids=paper_ids,
         )
-        model = SemanticModel.fit([pk for pk, *_ in topics], meanings, labels, owners=owners)
+        corpus = _corpus_sample(encoder.model_id, key[-1])
+        model = SemanticModel.fit(
+            [pk for pk, *_ in topics],
+            meanings,
+            labels,
+            owners=owners,
+            corpus=corpus if corpus.shape[1:] == meanings.shape[1:] else None,
+        )
         _built = (key, model)
         logger.info(
             "Semantic model: %s topics, %s labelled papers, %s topics accept on their own.",

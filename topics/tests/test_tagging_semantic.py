@@ -143,6 +143,31 @@ def test_topics_with_enough_labels_accept_on_held_out_precision_and_calibrate_on
     assert model.nearest_labelled(vectors[0], 99) == []
 
 
+def test_a_topic_without_labels_learns_from_the_papers_it_attracts_a_labelled_one_does_not():
+    rng = np.random.default_rng(3)
+    # Topic 21's name points between its papers (axis 0) and another direction (axis 3);
+    # topic 22's papers lie along axis 1 and it has labels; topic 23 attracts two papers only.
+    corpus, _ = _clusters(rng, [np.eye(5)[0], np.eye(5)[1], np.eye(5)[2]], 20, 0.1)
+    corpus = np.concatenate([corpus[:40], corpus[40:42]])
+    meanings = np.stack([unit(1, 0, 0, 1, 0), unit(0, 1, 0, 0, 1), unit(0, 0, 1, 0, 1)])
+    labels = SemanticLabels(
+        vectors=corpus[20:23],
+        positives=[np.zeros(0, int), np.arange(3), np.zeros(0, int)],
+        negatives=[np.zeros(0, int)] * 3,
+    )
+    plain = SemanticModel.fit([21, 22, 23], meanings, labels)
+    refined = SemanticModel.fit([21, 22, 23], meanings, labels, corpus=corpus)
+    # 21 moved towards its 20 papers: their cosine to it rose, and it still is their topic.
+    before, after = plain.cosines(corpus[:20])[:, 0], refined.cosines(corpus[:20])[:, 0]
+    assert (after > before + 0.1).all()
+    assert (refined.cosines(corpus[:20]).argmax(axis=1) == 0).all()
+    # 22 has a label (its papers speak through it), 23 too few papers: both unchanged.
+    np.testing.assert_allclose(refined.prototypes[1:], plain.prototypes[1:], atol=1e-6)
+    # Without a corpus, or an empty one, nothing moves.
+    empty = SemanticModel.fit([21, 22, 23], meanings, labels, corpus=np.zeros((0, 5)))
+    np.testing.assert_allclose(empty.prototypes, plain.prototypes, atol=1e-6)
+
+
 def test_fit_refuses_shapes_that_disagree():
     with pytest.raises(ValueError, match="2 meaning owners but 1 vectors"):
         SemanticModel.fit([1, 2], np.ones((1, 3)))
@@ -226,6 +251,30 @@ def test_stored_vectors_are_tagged_by_meaning_and_say_why(meaning_topics, embedd
         assert assignment.evidence["cosine"] > semantic.MIN_COSINE
         assert assignment.evidence["nearest"] == [] and assignment.evidence["labels"] == 0
     assert papers_tag(paper_ids=[paper.pk for paper in embedded.values()]) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_stored_papers_are_the_corpus_unlabelled_topics_learn_from(meaning_topics):
+    """Five stored gravitational-wave papers move the label-less topic they all chose towards
+    them; the other topics, chosen by none, keep their texts' meaning."""
+    variations = ["binary black hole", "neutron star merger", "LIGO", "Virgo", "kilonova"]
+    papers = [
+        PaperFactory(title=f"{PAPERS['gravity'][0]}: {what}", abstract=PAPERS["gravity"][1])
+        for what in variations
+    ]
+    embed_papers([paper.pk for paper in papers])
+    model = semantic_active()
+    column = {pk: index for index, pk in enumerate(model.topic_ids.tolist())}
+    for key, moved in (("gravity", True), ("proteins", False), ("finance", False)):
+        meaning = semantic._meanings[(model_id(), topic_text(*TOPICS[key]))]
+        cosine = float(model.prototypes[column[meaning_topics[key].pk]] @ meaning)
+        assert (cosine < 0.99) if moved else (cosine > 0.9999), (key, cosine)
+
+
+def model_id():
+    from papers.embeddings.encoder import get_encoder
+
+    return get_encoder().model_id
 
 
 @pytest.mark.django_db(transaction=True)
