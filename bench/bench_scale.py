@@ -29,6 +29,12 @@ number of children is nearest 20):
   the API is installed;
 - ``search-rare`` / ``search-common``: ``/api/v1/search/?q=`` for a word in a handful of
   papers and one in about a third of them, when the API is installed;
+- ``search-hybrid``: ``/api/v1/search/?q=…&mode=hybrid`` for a researcher's description in
+  plain words (keyword full-text, the vector index and an any-word rank fused), beside the
+  full-text statement alone;
+- ``similar``: ``/api/v1/papers/{id}/similar/`` (ten live papers nearest by the index),
+  beside the statement that reads ten papers by id; both need the corpus's vectors
+  (``make_corpus.py`` without ``--no-vectors``);
 - ``feed-20``: ``/feed/`` of a user following 20 topics, when the feed is installed.
 
 Needs the corpus database only (no Redis). ``--smoke`` (what CI runs): 2 requests per case
@@ -47,6 +53,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -63,6 +70,8 @@ TARGETS = {
     "search-rare": 50.0,
     "search-common": 50.0,
     "momentum-one": 5.0,
+    "similar": 20.0,
+    "search-hybrid": 100.0,
 }
 CASES = (
     "topic-leaf",
@@ -74,6 +83,8 @@ CASES = (
     "api-list",
     "search-rare",
     "search-common",
+    "search-hybrid",
+    "similar",
     "feed-20",
 )
 
@@ -263,6 +274,29 @@ def build_cases() -> list[Case]:
             )
             for name, word in (("search-rare", "holography"), ("search-common", "model")):
                 cases.append(Case(name, get(f"/api/v1/search/?q={word}"), search_sql, [word, word]))
+            described = "training language model agents to use tools with rewards"
+            cases.append(
+                Case(
+                    "search-hybrid",
+                    get(f"/api/v1/search/?q={quote(described)}&mode=hybrid"),
+                    search_sql,
+                    [described, described],
+                )
+            )
+            ten = list(
+                Paper.objects.filter(pk__lt=paper.pk).order_by("-pk").values_list("pk", flat=True)[
+                    :10
+                ]
+            )
+            cases.append(
+                Case(
+                    "similar",
+                    get(f"/api/v1/papers/{paper.arxiv_id}/similar/"),
+                    "SELECT p.id, p.arxiv_id, p.title, p.submitted FROM papers_paper p "
+                    "WHERE p.id = ANY(%s)",
+                    [ten],
+                )
+            )
     try:
         from django.urls import reverse
 
