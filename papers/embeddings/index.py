@@ -165,6 +165,7 @@ class IndexWriter:
         os.close(handle)
         try:
             index.save(temporary)
+            os.chmod(temporary, 0o644)  # mkstemp's 0600 would lock out web processes of other users
             os.replace(temporary, self.path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

@@ -42,6 +42,8 @@ def test_embedding_writes_the_index_file_and_nearest_finds_the_paper(encoder, in
     embed_papers([p.pk for p in papers])
     assert index_path(encoder.model_id).exists()
     assert index_path(encoder.model_id).parent == index_dir
+    # Readable by web processes running as another user than the embed worker.
+    assert index_path(encoder.model_id).stat().st_mode & 0o777 == 0o644
     query = encoder.encode(["superconducting oxide films"])[0]
     found = nearest(query, 3)
     assert found[0][0] == papers[1].pk
