@@ -264,7 +264,10 @@ def test_one_click_accept_and_reject_are_curator_decisions(
     assert any("rejected in" in message for message in messages_of(curator_client.get(queue)))
 
 
-@pytest.mark.parametrize("decision", ["", "maybe:1", "accepted:", "accepted:x", "pending:1"])
+@pytest.mark.parametrize(
+    "decision",
+    ["", "maybe:1", "accepted:", "accepted:x", "pending:1", "accepted:\u00b2", "accepted:\u0663"],
+)
 def test_one_click_decision_refuses_what_is_not_one(curator_client, suggestions, decision):
     before = list(Assignment.objects.values_list("pk", "state", "decided_by"))
     response = curator_client.post(
