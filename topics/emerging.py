@@ -215,12 +215,18 @@ def emerging_clusters_refresh(
     today): the clusters not adopted are replaced, adopted ones kept as a record. Returns the
     new clusters, growing and large first. Idempotent: the same papers give the same clusters.
 
-    Raises ValueError for ``weeks`` below 1, and as :func:`cluster_vectors` does for the
-    threshold and the size; nothing is changed then."""
+    Raises ValueError for ``weeks`` below 1 or a window reaching before year 1, and as
+    :func:`cluster_vectors` does for the threshold and the size; nothing is changed then."""
     if weeks < 1:
         raise ValueError(f"weeks must be at least 1, got {weeks}")
     cluster_vectors(np.zeros((0, 1)), distance_threshold=distance_threshold, min_size=min_size)
     as_of = as_of or timezone.localdate()
+    try:
+        since = as_of - dt.timedelta(weeks=max(weeks, 2 * GROWTH_WEEKS)) + dt.timedelta(days=1)
+    except OverflowError:
+        raise ValueError(
+            f"the window of {weeks} weeks up to {as_of.isoformat()} reaches before year 1"
+        ) from None
     since = as_of - dt.timedelta(weeks=weeks) + dt.timedelta(days=1)
     paper_ids = unfitted_recent_papers(since=since, until=as_of)
     vectors = _vectors(paper_ids)

@@ -323,7 +323,10 @@ def papers_search(
     # looks among the papers without the excluded terms (the keyword part excludes them itself).
     positive, excluded = query_parts(q)
     if excluded:
-        queryset = full_text_match(queryset, excluded)
+        # An excluded stopword or punctuation ("-the", "-!!") excludes nothing, as in the
+        # keyword match: an empty tsquery would match no paper and empty the candidates.
+        if has_searchable_words(excluded):
+            queryset = full_text_match(queryset, excluded)
         if not has_searchable_words(positive):
             if keyword is None:
                 keyword = full_text_ranked(full_text_match(queryset, q), q)

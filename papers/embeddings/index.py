@@ -96,6 +96,13 @@ def _file_identity(path: Path) -> tuple[int, int, int] | None:
         stat = path.stat()
     except FileNotFoundError:
         return None
+    except OSError as error:
+        # EMBEDDING_INDEX_DIR unreachable (a file where the folder should be, no permission):
+        # no usable file, so readers search exactly; a writer's save then names the problem.
+        logger.warning(
+            "vector index %s cannot be looked at (%s); treating it as absent", path, error
+        )
+        return None
     return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 

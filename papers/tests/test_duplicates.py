@@ -202,6 +202,9 @@ def test_command_links_and_refuses_ids_that_name_no_paper(trio, capsys):
         call_command("detect_duplicates", "--ids", ",")
     with pytest.raises(CommandError, match="separated by commas"):
         call_command("detect_duplicates", "--ids", "a,b")
+    # A pk no paper has is named, not counted as a paper compared with nothing.
+    with pytest.raises(CommandError, match=r"no stored paper with pk 999999, -1$"):
+        call_command("detect_duplicates", "--ids", f"{copy.pk},999999,-1")
 
 
 @pytest.mark.django_db

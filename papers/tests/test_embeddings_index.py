@@ -210,3 +210,16 @@ def test_each_database_has_its_own_index_file(encoder, monkeypatch):
     monkeypatch.setitem(connection.settings_dict, "NAME", "another_database")
     assert index_path(encoder.model_id) != first
     assert index_path(encoder.model_id).parent == first.parent
+
+
+def test_an_index_folder_that_cannot_be_read_falls_back_to_exact_search(
+    encoder, index_dir, papers, settings, tmp_path
+):
+    """EMBEDDING_INDEX_DIR naming a file (or a folder without permission) is no index file:
+    readers search exactly over PostgreSQL instead of failing every search with a 500."""
+    embed_papers([p.pk for p in papers])
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the index folder should be")
+    settings.EMBEDDING_INDEX_DIR = blocker
+    query = encoder.encode(["superconducting oxide films"])[0]
+    assert nearest(query, 3)[0][0] == papers[1].pk

@@ -181,7 +181,10 @@ class AssignmentAdmin(ArxivIdSearchMixin, SimpleHistoryAdmin):
         if not self.has_change_permission(request):
             raise PermissionDenied
         state, _, pk = request.POST.get("decision", "").partition(":")
-        if state not in (Assignment.State.ACCEPTED, Assignment.State.REJECTED) or not pk.isdigit():
+        # ASCII digits only: str.isdigit() is also true of "²", which int() refuses (a 500).
+        if state not in (Assignment.State.ACCEPTED, Assignment.State.REJECTED) or not (
+            pk.isascii() and pk.isdigit()
+        ):
             return HttpResponseBadRequest(
                 "decision must be 'accepted:<assignment id>' or 'rejected:<assignment id>'."
             )

@@ -115,7 +115,7 @@ class DeciderFilter(admin.SimpleListFilter):
             return queryset.curator_decisions()
         if value == "nobody":
             return queryset.machine_made()
-        if not value.isdigit():
+        if not (value.isascii() and value.isdigit()):  # "²" passes isdigit(), not int()
             raise IncorrectLookupParameters(f"Unknown decider {value!r}.")
         return queryset.filter(decided_by_id=int(value))
 

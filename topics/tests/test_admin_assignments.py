@@ -78,6 +78,15 @@ def test_assignment_filters(curator_client, tree, assignments):
         assert set(listed(curator_client, **params)) == expected, name
 
 
+@pytest.mark.parametrize("decider", ["nope", "\u00b2", "\u0663"])
+def test_an_unknown_decider_is_the_admins_invalid_filter_redirect(
+    curator_client, assignments, decider
+):
+    """Not a 500 for digits int() refuses ("²"), nor another user for "٣" read as 3."""
+    response = curator_client.get(reverse(ASSIGNMENTS), {"decider": decider})
+    assert response.status_code == 302 and "e=1" in response["Location"]
+
+
 def test_the_topic_filter_walks_down_the_tree(curator_client, tree, assignments):
     page = curator_client.get(reverse(ASSIGNMENTS)).content.decode()
     assert f"?topic={tree['agents'].pk}" in page
@@ -264,7 +273,10 @@ def test_one_click_accept_and_reject_are_curator_decisions(
     assert any("rejected in" in message for message in messages_of(curator_client.get(queue)))
 
 
-@pytest.mark.parametrize("decision", ["", "maybe:1", "accepted:", "accepted:x", "pending:1"])
+@pytest.mark.parametrize(
+    "decision",
+    ["", "maybe:1", "accepted:", "accepted:x", "pending:1", "accepted:\u00b2", "accepted:\u0663"],
+)
 def test_one_click_decision_refuses_what_is_not_one(curator_client, suggestions, decision):
     before = list(Assignment.objects.values_list("pk", "state", "decided_by"))
     response = curator_client.post(

@@ -5,6 +5,7 @@ cluster as a topic in the admin."""
 from __future__ import annotations
 
 import datetime as dt
+from io import StringIO
 
 import numpy as np
 import pytest
@@ -244,6 +245,19 @@ def test_command_prints_clusters_and_refuses_bad_options(recent_papers, capsys):
     with pytest.raises(CommandError, match="weeks must be at least 1"):
         call_command("find_emerging", "--weeks", "0")
     assert EmergingCluster.objects.count() == 2  # nothing replaced by the refused runs
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["--weeks", "99999999999"], ["--as-of", "0001-01-01"], ["--as-of", "0001-02-01"]],
+)
+def test_command_refuses_a_window_before_year_one(recent_papers, options):
+    """A window (or the growth comparison's eight weeks) reaching before 0001-01-01 is a
+    one-line error naming it, not an OverflowError traceback; nothing is replaced."""
+    call_command("find_emerging", "--as-of", AS_OF.isoformat(), stdout=StringIO())
+    with pytest.raises(CommandError, match="reaches before year 1"):
+        call_command("find_emerging", *options)
+    assert EmergingCluster.objects.count() == 2
 
 
 def test_task_runs_one_at_a_time(recent_papers):

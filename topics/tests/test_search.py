@@ -204,3 +204,12 @@ def test_query_parts_split_what_is_asked_from_what_is_excluded():
     )
     assert query_parts("plain words") == ("plain words", "")
     assert query_parts('- -"" "open') == ('"open"', "")
+
+
+@pytest.mark.parametrize("excluded", ["-the", '-"of the"', "-!!"])
+def test_excluding_only_stopwords_excludes_nothing(corpus, excluded):
+    """An excluded term full text cannot look for (a stopword, punctuation) leaves nothing
+    out, as the keyword match treats it: it must not empty the semantic candidates."""
+    plain = papers_search(q=PARAPHRASE, mode="semantic")
+    assert plain.ranked
+    assert papers_search(q=f"{PARAPHRASE} {excluded}", mode="semantic").ranked == plain.ranked

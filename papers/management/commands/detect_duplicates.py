@@ -30,6 +30,14 @@ class Command(BaseCommand):
     def handle(self, *args, ids=None, **options):
         if ids is None:
             ids = list(Paper.objects.live().newest_first().values_list("pk", flat=True))
+        else:
+            stored = set(Paper.objects.filter(pk__in=ids).values_list("pk", flat=True))
+            unknown = [pk for pk in dict.fromkeys(ids) if pk not in stored]
+            if unknown:
+                raise CommandError(
+                    f"--ids names no stored paper with pk {', '.join(map(str, unknown[:10]))}"
+                    + (f" (and {len(unknown) - 10} more)" if len(unknown) > 10 else "")
+                )
         compared = linked = 0
         for start in range(0, len(ids), BATCH):
             result = duplicates_detect(paper_ids=ids[start : start + BATCH])
