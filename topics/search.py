@@ -272,7 +272,7 @@ def semantic_ranked(
         neighbours = nearest(vector, k)
         kept = set(
             queryset.order_by()
-            .filter(id__in=[paper_id for paper_id, _ in neighbours])
+            .filter(id__any=[paper_id for paper_id, _ in neighbours])
             .values_list("id", flat=True)
         )
         ranked = [(paper_id, score) for paper_id, score in neighbours if paper_id in kept]

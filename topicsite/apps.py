@@ -8,6 +8,8 @@ class TopicsiteConfig(AppConfig):
     verbose_name = "Site"
 
     def ready(self):
+        from .lookups import register
         from .pagecache import connect_invalidation
 
+        register()
         connect_invalidation()

@@ -354,7 +354,7 @@ def nearest(
 
     def live_ids(ids):
         return {
-            pk: pk for pk in Paper.objects.live().filter(pk__in=ids).values_list("pk", flat=True)
+            pk: pk for pk in Paper.objects.live().filter(pk__any=ids).values_list("pk", flat=True)
         }
 
     return _nearest(vector, k, exclude, model, live_ids)

@@ -52,7 +52,7 @@ def load_vectors(paper_ids: Iterable[int], *, model: str | None = None) -> dict[
     if not ids:
         return {}
     model = model or current_model_id()
-    rows = PaperEmbedding.objects.filter(paper_id__in=ids, model=model).values_list(
+    rows = PaperEmbedding.objects.filter(paper_id__any=ids, model=model).values_list(
         "paper_id", "vector"
     )
     return {paper_id: vector_from_bytes(data) for paper_id, data in rows}
