@@ -106,7 +106,9 @@ def cpu_features() -> str:
     """The vector instruction sets int8 and float32 speed depend on, from /proc/cpuinfo
     ("unknown" elsewhere): VNNI doubles int8 matrix products."""
     try:
-        flags = set(Path("/proc/cpuinfo").read_text().split("flags", 1)[1].split("\n", 1)[0].split())
+        flags = set(
+            Path("/proc/cpuinfo").read_text().split("flags", 1)[1].split("\n", 1)[0].split()
+        )
     except (OSError, IndexError):
         return "instruction sets unknown"
     wanted = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
@@ -118,7 +120,9 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=1317)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--variants", choices=("all", "default"), default="all")
-    parser.add_argument("--smoke", action="store_true", help="24 papers, default and float32 variants (CI)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="24 papers, default and float32 variants (CI)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     options = parser.parse_args()

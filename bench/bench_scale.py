@@ -284,9 +284,9 @@ def build_cases() -> list[Case]:
                 )
             )
             ten = list(
-                Paper.objects.filter(pk__lt=paper.pk).order_by("-pk").values_list("pk", flat=True)[
-                    :10
-                ]
+                Paper.objects.filter(pk__lt=paper.pk)
+                .order_by("-pk")
+                .values_list("pk", flat=True)[:10]
             )
             cases.append(
                 Case(

@@ -26,7 +26,8 @@ are, and recall means something). Then:
 at each of ``--sizes``: exact numpy (the matrix in memory), usearch HNSW with half precision
 storage, and float32 and int8 too up to 10,000 (built, saved, memory-mapped with
 ``view=True``), half precision again with efConstruction 40 (the graph shipped before the 1M
-measurement showed its recall falling apart), and faiss ``IndexHNSWFlat`` when ``faiss`` imports; both with the shipped
+measurement showed its recall falling apart), and faiss ``IndexHNSWFlat`` when ``faiss``
+imports; both with the shipped
 graph settings (``papers.embeddings.index``: M=16, efConstruction=128, ef=128, inner
 product). faiss is not a dependency: ``pip install --target /tmp/faiss faiss-cpu==1.15.1``,
 then ``PYTHONPATH=/tmp/faiss``.
@@ -370,7 +371,8 @@ def compare(size: int, queries: int, seed: int) -> None:
     keys = np.arange(size, dtype=np.uint64)
     with tempfile.TemporaryDirectory() as directory:
         variants = [
-            (dtype, EXPANSION_ADD) for dtype in (("f32", "f16", "i8") if size <= 10_000 else ("f16",))
+            (dtype, EXPANSION_ADD)
+            for dtype in (("f32", "f16", "i8") if size <= 10_000 else ("f16",))
         ]
         if EXPANSION_ADD != FAISS_EXPANSION_ADD:  # the cheaper graph the shipped one replaced
             variants.append(("f16", FAISS_EXPANSION_ADD))

@@ -383,9 +383,7 @@ def build(options) -> None:
 
         built = time.perf_counter()
         indexed = index_writer(model, dimension).rebuild()
-        print(
-            f"Similar-papers index: {indexed:,} vectors in {time.perf_counter() - built:.0f} s."
-        )
+        print(f"Similar-papers index: {indexed:,} vectors in {time.perf_counter() - built:.0f} s.")
     topics = Topic.objects.filter(active=True).count()
     print(
         f"Done in {time.perf_counter() - started:.0f} s: {Paper.objects.count():,} papers "
