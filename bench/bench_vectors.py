@@ -28,8 +28,8 @@ storage, and float32 and int8 too up to 10,000 (built, saved, memory-mapped with
 ``view=True``), half precision again with efConstruction 40 (the graph shipped before the 1M
 measurement showed its recall falling apart), and faiss ``IndexHNSWFlat`` when ``faiss``
 imports; both with the shipped graph settings (``papers.embeddings.index``: M=16,
-efConstruction=128, ef=128, inner product). faiss is not a dependency: ``pip install --target /tmp/faiss faiss-cpu==1.15.1``,
-then ``PYTHONPATH=/tmp/faiss``.
+efConstruction=128, ef=128, inner product). faiss is not a dependency:
+``pip install --target /tmp/faiss faiss-cpu==1.15.1``, then ``PYTHONPATH=/tmp/faiss``.
 Build rate, median query milliseconds (k=30: ten results and the margin ``nearest`` asks
 for), the RSS a fresh process gains opening the file and running the queries (a web
 process's cost), file size, recall@10.
