@@ -385,25 +385,23 @@ class SemanticModel:
         negative_sums = rejected.T @ vectors if n else np.zeros((k, dimension), np.float32)
         positive_counts = accepted.sum(axis=0)
         negative_counts = rejected.sum(axis=0)
-        prototypes = prototypes_build(
-            meanings,
-            positive_sums[owners],
-            positive_counts[owners],
-            negative_sums[owners],
-            negative_counts[owners],
-        )
-        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if k else owners
-        if corpus is not None and len(corpus) and k:
-            meanings = corpus_refined(
-                meanings, owners, starts, prototypes, positive_counts == 0, corpus
-            )
-            prototypes = prototypes_build(
-                meanings,
+
+        def prototypes_of(rows: np.ndarray) -> np.ndarray:
+            return prototypes_build(
+                rows,
                 positive_sums[owners],
                 positive_counts[owners],
                 negative_sums[owners],
                 negative_counts[owners],
             )
+
+        prototypes = prototypes_of(meanings)
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if k else owners
+        if corpus is not None and len(corpus) and k:
+            meanings = corpus_refined(
+                meanings, owners, starts, prototypes, positive_counts == 0, corpus
+            )
+            prototypes = prototypes_of(meanings)
 
         calibration = default
         held_out = np.zeros((n, k))
