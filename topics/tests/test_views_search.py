@@ -253,3 +253,20 @@ def test_sorts_are_checked():
         page_module.search_page(
             query="a", scope=None, mode="keyword", sort="x", number=1, per_page=1
         )
+
+
+def test_hybrid_on_embedded_papers_is_the_api_ranking_page_for_page(
+    client, papers, settings, tmp_path
+):
+    from papers.embeddings.store import embed_papers
+
+    settings.EMBEDDING_INDEX_DIR = tmp_path / "vectors"
+    assert embed_papers([paper.pk for paper in papers.values()]) == len(papers)
+    response = client.get(URL, {"q": "software agents that call tools"})
+    results = response.context["result_page"].results
+    assert (results.mode, results.fallback) == ("hybrid", None)
+    expected = papers_search(q="software agents that call tools", mode="hybrid").ranked
+    assert [card.pk for card in response.context["result_page"].cards] == [pk for pk, _ in expected]
+    # A paper found by meaning alone is listed, its card plain (nothing to highlight).
+    assert papers["graphs"].pk in [pk for pk, _ in expected]
+    assert "Matched by words only" not in response.content.decode()
