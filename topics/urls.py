@@ -10,4 +10,5 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="topics:index", query_string=True), name="home"),
     path("topics/", views.topic_index, name="index"),
     path("topics/<slug:slug>/", views.topic_detail, name="detail"),
+    path("search/", views.search, name="search"),
 ]
