@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django.contrib.postgres",
+    "django.contrib.sitemaps",
     "django_celery_beat",
     "simple_history",
     "allauth",

@@ -1,0 +1,19 @@
+"""Follow.label: what the follows page, the feed and messages show of a follow."""
+
+import pytest
+
+from follows.models import Follow
+
+
+@pytest.mark.parametrize(
+    ("query", "label"),
+    [
+        ("agent training", "“agent training”"),
+        ('"tool use"', '"tool use"'),
+        ('"tool use" agent*', '"tool use" agent*'),
+        ("“reward shaping”", "“reward shaping”"),
+        ("«agents»", "«agents»"),
+    ],
+)
+def test_a_saved_search_label_quotes_the_query_once(query, label):
+    assert Follow(kind=Follow.Kind.SEARCH, query=query).label == label
