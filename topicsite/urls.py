@@ -1,4 +1,3 @@
-from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.templatetags.static import static
 from django.urls import include, path
@@ -15,10 +14,8 @@ class StaticRedirectView(RedirectView):
         return static(self.static_path)
 
 
-# Staff log in on allauth's page (/admin/login/ redirects there with ?next=), as allauth
-# documents: its rate limits (ACCOUNT_RATE_LIMITS, per account and per address) then cover the
-# admin too, whose own form had none. Signed in but not staff: 403.
-admin.site.login = secure_admin_login(admin.site.login)
+# admin.site is topicsite.admin_site.TopicsiteAdminSite: staff and the Curators group enter;
+# they log in on allauth's page (/admin/login/ redirects there with ?next=).
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -17,3 +17,9 @@ from follows.models import Follow
 )
 def test_a_saved_search_label_quotes_the_query_once(query, label):
     assert Follow(kind=Follow.Kind.SEARCH, query=query).label == label
+
+
+def test_search_matches_are_named_right_in_the_admin():
+    from follows.models import SearchMatch
+
+    assert SearchMatch._meta.verbose_name_plural == "search matches"
