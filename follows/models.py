@@ -17,6 +17,9 @@ from papers.models import Category, Paper
 from topics.models import Topic
 from topicsite.models import TimeStampedModel
 
+# Quote marks a saved search may carry itself (the rule language's phrases, or typographic).
+QUOTE_MARKS = ('"', "“", "”", "„", "«", "»")
+
 
 class Follow(TimeStampedModel):
     """``user`` follows ``topic`` or a saved search ``query`` (one row per topic or query)."""
@@ -87,9 +90,13 @@ class Follow(TimeStampedModel):
 
     @property
     def label(self) -> str:
-        """What is followed, as shown to the user: the topic's name or the quoted query."""
+        """What is followed, as shown to the user: the topic's name, or the query in quotes
+        (“agent training”); a query with quote marks of its own (``"tool use" agent*``) is shown
+        as it is, so no phrase ends up in two pairs of quotes."""
         if self.kind == self.Kind.TOPIC:
             return self.topic.display_name
+        if any(mark in self.query for mark in QUOTE_MARKS):
+            return self.query
         return f"“{self.query}”"
 
 
@@ -101,6 +108,7 @@ class SearchMatch(models.Model):
     matched_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "search matches"
         constraints = [
             models.UniqueConstraint(fields=["follow", "paper"], name="unique_search_match"),
         ]

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from topics.models import Topic
 
 from . import selectors
+from .feed_services import private_feed_url
 from .forms import DigestFrequencyForm, ImportForm, SavedSearchForm
 from .models import Follow
 from .services import (
@@ -59,18 +60,19 @@ def follow_toggle(request, slug):
     same state; without ``action`` the current state is flipped. A plain form submission goes
     back to the topic page; a request that asks for JSON (``Accept: application/json``) gets
     ``{"following": bool, "follower_count": int}``. Anonymous users are sent to the login page
-    with ``next`` set to the topic page (JSON: 401 with ``{"error", "login_url"}``).
+    with ``next`` set to the topic's follow confirmation page (:func:`follow_confirm`), so the
+    intent survives the log-in (JSON: 401 with ``{"error", "login_url"}``).
     404 for an unknown or inactive topic, 400 for any other ``action``; GET is 405.
     """
     topic = get_object_or_404(Topic.objects.active(), slug=slug)
     wants_json = _wants_json(request)
     if not request.user.is_authenticated:
         if wants_json:
-            login_url = redirect_to_login(topic.get_absolute_url())["Location"]
+            login_url = redirect_to_login(_confirm_path(topic))["Location"]
             return JsonResponse(
                 {"error": "Log in to follow topics.", "login_url": login_url}, status=401
             )
-        return redirect_to_login(topic.get_absolute_url())
+        return redirect_to_login(_confirm_path(topic))
     action = request.POST.get("action")
     if action is None:
         following = Follow.objects.filter(user=request.user, topic=topic).exists()
@@ -96,6 +98,24 @@ def follow_toggle(request, slug):
     return redirect(topic)
 
 
+def _confirm_path(topic: Topic) -> str:
+    return reverse("follows:confirm", kwargs={"slug": topic.slug})
+
+
+@require_GET
+@login_required
+def follow_confirm(request, slug):
+    """GET ``/follows/topics/<slug>/confirm/``: "Follow <topic>?" with the POST form that
+    follows it (then back to the topic page), or, when the user follows it already, a note
+    and a link back. Where a signed-out reader's "Follow this topic" leads after logging in
+    (the log-in page's ``next``): the intent is kept, and the follow itself stays a POST with a
+    CSRF token. Anonymous: to the log-in page and back here; unknown or inactive topic: 404.
+    """
+    topic = get_object_or_404(Topic.objects.active(), slug=slug)
+    following = Follow.objects.filter(user=request.user, topic=topic).exists()
+    return render(request, "follows/follow_confirm.html", {"topic": topic, "following": following})
+
+
 def _render_list(request, *, search_form=None, import_form=None, status=200):
     follows = selectors.user_follows(user=request.user)
     context = {
@@ -104,6 +124,7 @@ def _render_list(request, *, search_form=None, import_form=None, status=200):
         "frequencies": Follow.Frequency.choices,
         "search_form": search_form or SavedSearchForm(),
         "import_form": import_form or ImportForm(),
+        "private_feed_url": private_feed_url(user=request.user),
     }
     return render(request, "follows/follow_list.html", context, status=status)
 

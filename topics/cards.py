@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
-from django.db.models import OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Left
 from django.urls import reverse
 
-from papers.models import Authorship, Paper, PaperAffiliation
+from papers.models import Authorship, Category, Paper, PaperAffiliation
 
 from .models import Assignment, Topic
 from .selectors import (
@@ -40,6 +40,7 @@ __all__ = [
     "card_rows_postgresql",
     "clip_text",
     "paper_cards",
+    "specific_chips",
     "topic_card_page",
     "url_maker",
 ]
@@ -83,7 +84,8 @@ class PaperCard:
     ``url``: the paper page's path; ``primary_category``: its arXiv code (``"cs.CL"``);
     ``authors`` / ``affiliations``: the first ``CARD_SHOWN`` names by position, of
     ``author_count`` / ``affiliation_count`` in all; ``topics``: the accepted assignments to
-    active topics, by topic name; ``created_at``: when the paper was stored (the feed marks
+    active topics, by topic name, the most specific only (see :func:`specific_chips`);
+    ``created_at``: when the paper was stored (the feed marks
     papers stored before a visit as seen). ``title`` and ``abstract`` are clipped to
     :data:`CARD_TITLE_CHARS` / :data:`CARD_ABSTRACT_CHARS` (``title_clipped`` /
     ``abstract_clipped`` tell; the paper's page at ``url`` shows them whole).
@@ -140,6 +142,20 @@ def url_maker(view_name: str, kwarg: str, *, sample: str | int = _URL_MARKER):
     return make
 
 
+def specific_chips(chips: list[tuple[str, str, str, bool]]) -> list[tuple[str, str]]:
+    """The chips a card shows, ``(topic name, slug)`` in the given order, from one paper's
+    ``(name, slug, path, group-level)`` chips: a topic that is an ancestor of another chip's
+    topic is left out (the child says more), and so is a group-level topic (a root named as an
+    arXiv group, "Computer Science", which a demo taxonomy's category rule puts on every paper
+    of the group) when the card has another chip. A paper whose only chips are broad keeps
+    them, so no tagged paper loses all its chips."""
+    # A path is the ids from the root down, "3/17/": all but the last are ancestors.
+    ancestors = {pk for _, _, path, _ in chips for pk in path.rstrip("/").split("/")[:-1]}
+    shown = [chip for chip in chips if chip[2].rstrip("/").rpartition("/")[2] not in ancestors]
+    specific = [chip for chip in shown if not chip[3]]
+    return [(name, slug) for name, slug, _, _ in (specific or shown)]
+
+
 def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
     """:class:`PaperCard` of the papers ``paper_ids``, in that order (unknown ids left out):
     the first ``CARD_SHOWN`` authors and affiliations by position, the chips (accepted
@@ -189,7 +205,10 @@ def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
             affiliation_count=affiliation_count,
             authors=list(authors),
             affiliations=list(affiliations),
-            topics=[CardTopic(name=name, slug=slug, url=topic_url(slug)) for name, slug in chips],
+            topics=[
+                CardTopic(name=name, slug=slug, url=topic_url(slug))
+                for name, slug in specific_chips(chips)
+            ],
             created_at=created_at,
         )
     return [cards[pk] for pk in paper_ids if pk in cards]
@@ -225,12 +244,15 @@ def _card_papers(paper_ids: list[int]) -> QuerySet[Paper]:
 def _card_lists() -> tuple[QuerySet, QuerySet, QuerySet]:
     """The three lists a card shows, over all papers, each in the card's order: the first
     ``CARD_SHOWN`` authorships by position, the first ``CARD_SHOWN`` paper affiliations by
-    position, and the chips (accepted assignments to active topics) by topic name."""
+    position, and the chips (accepted assignments to active topics) by topic name, each
+    annotated ``chip_group_level``: its topic is a root named as an arXiv group."""
+    group_named = Category.objects.filter(group_name=OuterRef("topic__name"))
     return (
         Authorship.objects.filter(position__lt=CARD_SHOWN).order_by("position"),
         PaperAffiliation.objects.filter(position__lt=CARD_SHOWN).order_by("position"),
         Assignment.objects.accepted()
         .filter(topic__active=True)
+        .annotate(chip_group_level=Q(topic__parent__isnull=True) & Exists(group_named))
         .order_by("topic__name", "topic_id"),
     )
 
@@ -239,7 +261,8 @@ def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
     """One tuple per paper of ``paper_ids`` found (in no particular order): ``id, arxiv_id,
     title, abstract, submitted, withdrawn, author_count, affiliation_count, primary category
     code, created_at``, then its author names, affiliation names and chips as ``(topic name,
-    slug)`` pairs, each list in the card's order. One query, the lists as array subqueries
+    slug, path, group-level)`` tuples (see :func:`specific_chips`), each list in the card's
+    order. One query, the lists as array subqueries
     (each an index range scan on the paper). PostgreSQL only."""
     authors, affiliations, chips = (
         lines.filter(paper_id=OuterRef("pk")) for lines in _card_lists()
@@ -251,6 +274,8 @@ def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
             card_affiliations=ArraySubquery(affiliations.values("affiliation__name")),
             card_chip_names=ArraySubquery(chips.values("topic__name")),
             card_chip_slugs=ArraySubquery(chips.values("topic__slug")),
+            card_chip_paths=ArraySubquery(chips.values("topic__path")),
+            card_chip_group_level=ArraySubquery(chips.values("chip_group_level")),
         )
         .values_list(
             *_CARD_FIELDS,
@@ -258,9 +283,11 @@ def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
             "card_affiliations",
             "card_chip_names",
             "card_chip_slugs",
+            "card_chip_paths",
+            "card_chip_group_level",
         )
     )
-    return [(*row[:-2], list(zip(row[-2], row[-1], strict=True))) for row in rows]
+    return [(*row[:-4], list(zip(*row[-4:], strict=True))) for row in rows]
 
 
 def card_rows_portable(paper_ids: list[int]) -> list[tuple]:
@@ -275,9 +302,11 @@ def card_rows_portable(paper_ids: list[int]) -> list[tuple]:
     affiliations: dict[int, list[str]] = defaultdict(list)
     for paper_id, name in affiliations_of.values_list("paper_id", "affiliation__name"):
         affiliations[paper_id].append(name)
-    chips: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    for paper_id, name, slug in chips_of.values_list("paper_id", "topic__name", "topic__slug"):
-        chips[paper_id].append((name, slug))
+    chips: dict[int, list[tuple[str, str, str, bool]]] = defaultdict(list)
+    for paper_id, *chip in chips_of.values_list(
+        "paper_id", "topic__name", "topic__slug", "topic__path", "chip_group_level"
+    ):
+        chips[paper_id].append(tuple(chip))
     return [
         (*row, authors[row[0]], affiliations[row[0]], chips[row[0]])
         for row in _card_papers(paper_ids).values_list(*_CARD_FIELDS)

@@ -322,13 +322,16 @@ def momentum_sentence(m: Momentum) -> str:
     papers."``; ``"down 12% …"``; ``"no change …"``; with nothing before, ``"30 papers in the
     last four weeks, none in the four weeks before (new in the last four weeks). …"``.
     The share has one decimal, ``"<0.1%"`` below a tenth of a percent and ``"0%"`` for none.
+    A quiet topic says so: ``"No new papers in the last four weeks (3 in the four weeks
+    before)."`` or ``"No new papers in the last four weeks, nor in the four weeks before."``.
     """
+    if not m.recent:
+        if m.before:
+            return f"No new papers in the last four weeks ({m.before} in the four weeks before)."
+        return "No new papers in the last four weeks, nor in the four weeks before."
     count = f"{_papers(m.recent)} in the last four weeks"
     if m.change_pct is None:
-        if m.recent:
-            change = "none in the four weeks before (new in the last four weeks)"
-        else:
-            change = "none in the four weeks before either"
+        change = "none in the four weeks before (new in the last four weeks)"
     elif m.change_pct > 0:
         change = f"up {m.change_pct}% on the four weeks before"
     elif m.change_pct < 0:

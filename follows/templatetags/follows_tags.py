@@ -14,9 +14,11 @@ def follow_button(context, topic):
     """``{% follow_button topic %}``: the follower count ("12 followers", never who they are)
     and, for a signed-in user, a POST form whose button reads "Follow this topic", or
     "Unfollow this topic" when they follow it (``static/js/follow.js`` submits it in place
-    where JavaScript runs); for anyone else a "Follow this topic" link to the log-in page that comes
-    back here (no form, so the page holds no CSRF token and anonymous readers can share one
-    cached copy: ``topicsite.pagecache``). Two queries for a signed-in user, one otherwise.
+    where JavaScript runs); for anyone else a "Follow this topic" link to the log-in page that
+    continues to the topic's follow confirmation page (``follows.views.follow_confirm``: the
+    intent survives the log-in; no form here, so the page holds no CSRF token and anonymous
+    readers can share one cached copy: ``topicsite.pagecache``). Two queries for a signed-in
+    user, one otherwise.
     """
     request = context["request"]
     user = request.user

@@ -253,7 +253,10 @@ def test_page_shows_the_private_feed_url_and_a_regenerate_form(client, settings)
         '<link rel="alternate" type="application/atom+xml"'
         f' title="Your feed (private Atom feed)" href="{url}">' in html
     )
-    assert f'<form method="post" action="{reverse("feed:regenerate")}">' in html
+    assert (
+        f'<form method="post" action="{reverse("feed:regenerate")}" class="regenerate-form">'
+        in html
+    )
 
 
 def test_empty_states_link_to_the_topics(client):

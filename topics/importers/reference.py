@@ -324,7 +324,9 @@ def reference_page_import(*, data: dict) -> ImportResult:
     - each paper as one ``Paper`` keyed by :func:`reference_import_key` (it has no arXiv
       identifier): ``submitted`` = ``published``, primary category, title, abstract, the shown
       authors (``Authorship``) and affiliations (``PaperAffiliation``) in order,
-      ``author_count``/``affiliation_count`` = shown + more;
+      ``author_count``/``affiliation_count`` = shown + more; papers are created from the last
+      listed to the first, so a topic's newest-first order (submitted, then id, descending)
+      lists same-day papers as the page did;
     - each paper's topics as accepted ``import`` assignments (score ``None``); an ``import``
       assignment the data no longer lists is removed. Curator decisions are left alone.
 
@@ -370,7 +372,9 @@ def reference_page_import(*, data: dict) -> ImportResult:
         keys = {reference_import_key(p.title): p for p in page.papers}
         stored = {p.import_key: p for p in Paper.objects.filter(import_key__in=keys)}
         wanted_assignments: set[tuple[int, int]] = set()
-        for key, item in keys.items():
+        # Pages list papers newest first, and same-day papers by id descending: created
+        # from the bottom of the page up, same-day papers keep the page's order.
+        for key, item in reversed(keys.items()):
             paper, changed = _reference_paper_upsert(
                 stored.get(key), key=key, item=item, category=categories[item.primary_category]
             )

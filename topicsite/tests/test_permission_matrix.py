@@ -117,9 +117,13 @@ ROUTES: dict[str, Route] = {
     "topic-feed:atom": page(READ, kwargs=lambda w: SLUG),
     "papers:detail": page(READ, kwargs=lambda w: {"arxiv_id": w["paper"].arxiv_id}),
     "papers:detail-local": page(READ, kwargs=lambda w: {"pk": w["local_paper"].pk}),
+    "topics:sitemap": page(READ),
+    "topics:sitemap-section": page(READ, kwargs=lambda w: {"section": "topics"}),
+    "topics:robots": page(READ),
     # --- follows and the feed: the signed-in user's own; others' objects are 404
     "follows:list": page(signed_in(200), post=every(405)),
     "follows:toggle": page(every(405), post=signed_in(302), kwargs=lambda w: SLUG),
+    "follows:confirm": page(signed_in(200), post=every(405), kwargs=lambda w: SLUG),
     "follows:search-create": page(every(405), post=signed_in(400)),
     "follows:frequency": page(
         every(405), post=signed_in(404), kwargs=lambda w: {"pk": w["owner_follow"].pk}
