@@ -7,6 +7,7 @@ app_name = "follows"
 urlpatterns = [
     path("", views.follow_list, name="list"),
     path("topics/<slug:slug>/", views.follow_toggle, name="toggle"),
+    path("authors/<int:pk>/", views.follow_author_toggle, name="author-toggle"),
     path("searches/", views.search_create, name="search-create"),
     path("<int:pk>/frequency/", views.follow_frequency, name="frequency"),
     path("<int:pk>/delete/", views.follow_remove, name="delete"),
