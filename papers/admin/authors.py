@@ -104,10 +104,15 @@ class AuthorSplitForm(forms.Form):
 
     def __init__(self, *args, author, **kwargs):
         super().__init__(*args, **kwargs)
+        newest = Authorship.objects.filter(author=author).order_by(
+            "-paper__submitted", "-paper_id", "position"
+        )
+        # The newest ones, as a subquery: the field filters its queryset to check the choices,
+        # which a sliced queryset cannot take.
         self.fields["authorships"].queryset = (
-            Authorship.objects.filter(author=author)
+            Authorship.objects.filter(pk__in=newest.values("pk")[:SPLIT_AUTHORSHIPS_SHOWN])
             .select_related("paper")
-            .order_by("-paper__submitted", "-paper_id", "position")[:SPLIT_AUTHORSHIPS_SHOWN]
+            .order_by("-paper__submitted", "-paper_id", "position")
         )
 
 
