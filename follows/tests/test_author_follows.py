@@ -151,3 +151,13 @@ def test_merging_authors_moves_their_follows_to_the_survivor(author):
     late = UserFactory()
     variant.refresh_from_db()
     assert follow_author_create(user=late, author=variant).author == author
+
+
+def test_feed_page_says_which_author_matched(client, author):
+    user = UserFactory()
+    follow_author_create(user=user, author=author)
+    paper = paper_by(author, title="Debugging a moth")
+    client.force_login(user)
+    page = client.get(reverse("feed:index")).content.decode()
+    assert paper.title in page
+    assert f'Author: <a href="{author.get_absolute_url()}">Grace Hopper</a>' in page
