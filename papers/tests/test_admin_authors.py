@@ -106,3 +106,26 @@ def test_split_action_moves_the_chosen_authorships(admin_client, smiths):
     assert "Select a valid choice" in taken.content.decode()  # no longer J. Smith's
     two = admin_client.post(url, {"action": "split_author", ACTION_CHECKBOX_NAME: [1, 2]})
     assert two.status_code == 302
+
+
+def test_a_member_of_the_curators_group_may_merge(client, smiths):
+    from django.contrib.auth.models import Group
+
+    john, initials = smiths
+    member = get_user_model().objects.create_user("member", "m@example.org", "pw", is_staff=True)
+    member.groups.add(Group.objects.get(name="Curators"))
+    client.force_login(member)
+    done = client.post(
+        reverse(CHANGELIST),
+        {
+            "action": "merge_authors",
+            ACTION_CHECKBOX_NAME: [john.pk, initials.pk],
+            "apply": 1,
+            "survivor": john.pk,
+        },
+    )
+    assert done.status_code == 302
+    initials.refresh_from_db()
+    assert initials.merged_into == john
+    history = client.get(reverse("admin:papers_author_history", args=[initials.pk]))
+    assert history.status_code == 200
