@@ -6,10 +6,12 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+    # No dependency on topics' latest migration (follows.0001 already needs Topic): with one,
+    # the plan on SQLite ran topics.0006 (a trigger on papers_paper) before papers.0008 (which
+    # rebuilds papers_paper), and a fresh SQLite database failed to migrate.
     dependencies = [
         ("follows", "0003_feed_state"),
         ("papers", "0011_author_variants_history"),
-        ("topics", "0009_semantic_tagging_evidence_keywords"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -178,3 +178,13 @@ def test_query_count_does_not_grow_with_papers(client, topics, django_assert_max
     assert count(small) == count(big)
     with django_assert_max_num_queries(12):
         client.get(big.get_absolute_url())
+
+
+def test_paper_page_links_every_author_to_their_page(client):
+    paper = PaperFactory(title="Linked names", primary_category=CategoryFactory(code="cs.CL"))
+    authors = [AuthorFactory(name=f"Writer {n}") for n in range(4)]
+    for position, author in enumerate(authors):
+        AuthorshipFactory(paper=paper, author=author, position=position)
+    page = client.get(paper.get_absolute_url()).content.decode()
+    for author in authors:
+        assert f'<a href="{author.get_absolute_url()}">{author.name}</a>' in page
