@@ -108,7 +108,7 @@ def digest_new_papers(
     chosen: set[int] = set()
     result: dict[int, list[int]] = {}
     follows = Follow.objects.filter(user=user, digest_frequency=period).order_by("created_at", "pk")
-    for follow in follows.select_related("topic"):
+    for follow in follows.select_related("topic", "author"):
         since = (
             follow.created_at if previous is None else max(follow.created_at, previous - overlap)
         )
@@ -151,12 +151,16 @@ class DigestSection:
 
 def digest_sections(*, digest: Digest) -> list[DigestSection]:
     """The email content of ``digest`` from its stored items, one section per follow (topics
-    first, then saved searches, each by label), papers newest submitted first, at most
-    ``DIGESTS_PAPERS_PER_FOLLOW`` shown per follow. Two queries on PostgreSQL (the items with
-    their follows, and the cards: ``topics.cards.paper_cards``), five elsewhere, whatever the
-    number of papers."""
+    first, then authors, then saved searches, each by label), papers newest submitted first,
+    at most ``DIGESTS_PAPERS_PER_FOLLOW`` shown per follow. Two queries on PostgreSQL (the
+    items with their follows, and the cards: ``topics.cards.paper_cards``), five elsewhere,
+    whatever the number of papers."""
     limit = settings.DIGESTS_PAPERS_PER_FOLLOW
-    items = list(DigestItem.objects.filter(digest=digest).select_related("follow", "follow__topic"))
+    items = list(
+        DigestItem.objects.filter(digest=digest).select_related(
+            "follow", "follow__topic", "follow__author"
+        )
+    )
     papers = {
         card.pk: card
         for card in paper_cards(paper_ids=list(dict.fromkeys(item.paper_id for item in items)))
@@ -174,6 +178,7 @@ def digest_sections(*, digest: Digest) -> list[DigestSection]:
         key=lambda s: (
             s.follow is None,
             s.follow is not None and s.follow.kind != "topic",
+            s.follow is not None and s.follow.kind != "author",
             s.label.casefold(),
         ),
     )
@@ -193,5 +198,9 @@ def _section(follow: Follow | None) -> DigestSection:
     if follow.kind == Follow.Kind.TOPIC:
         return DigestSection(
             follow=follow, label=follow.label, url=site + follow.topic.get_absolute_url()
+        )
+    if follow.kind == Follow.Kind.AUTHOR:
+        return DigestSection(
+            follow=follow, label=follow.label, url=site + follow.author.get_absolute_url()
         )
     return DigestSection(follow=follow, label=follow.label, url=site + reverse("feed:index"))

@@ -228,4 +228,4 @@ def digest_unsubscribe(*, target: UnsubscribeTarget) -> list[Follow]:
     follows.exclude(digest_frequency=Follow.Frequency.OFF).update(
         digest_frequency=Follow.Frequency.OFF, updated_at=timezone.now()
     )
-    return sorted(follows.select_related("topic"), key=lambda f: f.label.casefold())
+    return sorted(follows.select_related("topic", "author"), key=lambda f: f.label.casefold())

@@ -7,7 +7,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet
+from django.db.models import Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.db.models.functions import Left
 from django.db.models.lookups import StartsWith
 
@@ -18,7 +18,7 @@ from topics.models import Topic
 from topics.selectors import topic_newest_paper_ids
 
 from .models import Follow
-from .selectors import scoped_search_matches, user_follow_matches
+from .selectors import author_followed_paper_ids, scoped_search_matches, user_follow_matches
 
 # Authors named in an Atom entry; large collaborations list thousands.
 ATOM_AUTHORS = 10
@@ -40,7 +40,8 @@ class FeedPapers:
 
     Reads the ids once, on first use, in one query: the newest accepted assignments of each
     topic in the followed topics' subtrees and the saved searches' newest papers, merged (one
-    index range scan per topic, see ``topics.selectors.topic_newest_paper_ids``), then one
+    index range scan per topic, see ``topics.selectors.topic_newest_paper_ids``) with the
+    followed authors' papers, then one
     more to list a paper stored under two ids once (``papers.duplicates``). A slice
     then loads its cards in one query on PostgreSQL (``topics.cards.paper_cards``).
     """
@@ -61,7 +62,11 @@ class FeedPapers:
         ids = topic_newest_paper_ids(
             topic_ids=Topic.objects.filter(Exists(followed_above)),
             limit=FEED_MAX_PAPERS + 1,
-            extra_papers=Paper.objects.filter(pk__in=_search_paper_ids(user=self.user)),
+            # Saved searches' and followed authors' papers, merged in the same query.
+            extra_papers=Paper.objects.filter(
+                Q(pk__in=_search_paper_ids(user=self.user))
+                | Q(pk__in=author_followed_paper_ids(user=self.user))
+            ),
         )
         self.capped = len(ids) > FEED_MAX_PAPERS
         self._ids = duplicates_collapse(ids[:FEED_MAX_PAPERS])

@@ -19,7 +19,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Left
 from django.urls import reverse
 
-from papers.models import Authorship, Category, Paper, PaperAffiliation
+from papers.models import Authorship, Category, Paper, PaperAffiliation, author_slug
 
 from .models import Assignment, Topic
 from .selectors import (
@@ -33,6 +33,7 @@ __all__ = [
     "CARD_ABSTRACT_CHARS",
     "CARD_SHOWN",
     "CARD_TITLE_CHARS",
+    "CardAuthor",
     "CardTopic",
     "PaperCard",
     "TopicCardPage",
@@ -76,6 +77,14 @@ class CardTopic:
     url: str
 
 
+@dataclass(frozen=True)
+class CardAuthor:
+    """An author named on a card: the ``name`` and the author page's ``url`` (a path)."""
+
+    name: str
+    url: str
+
+
 @dataclass
 class PaperCard:
     """What a paper card shows, as plain data (no model instances: building 30 papers with
@@ -83,7 +92,8 @@ class PaperCard:
 
     ``url``: the paper page's path; ``primary_category``: its arXiv code (``"cs.CL"``);
     ``authors`` / ``affiliations``: the first ``CARD_SHOWN`` names by position, of
-    ``author_count`` / ``affiliation_count`` in all; ``topics``: the accepted assignments to
+    ``author_count`` / ``affiliation_count`` in all; ``author_links``: the same authors as
+    :class:`CardAuthor` (name and page); ``topics``: the accepted assignments to
     active topics, by topic name, the most specific only (see :func:`specific_chips`);
     ``created_at``: when the paper was stored (the feed marks
     papers stored before a visit as seen). ``title`` and ``abstract`` are clipped to
@@ -105,6 +115,7 @@ class PaperCard:
     author_count: int
     affiliation_count: int
     authors: list[str] = field(default_factory=list)
+    author_links: list[CardAuthor] = field(default_factory=list)
     affiliations: list[str] = field(default_factory=list)
     topics: list[CardTopic] = field(default_factory=list)
     created_at: dt.datetime | None = None
@@ -156,6 +167,18 @@ def specific_chips(chips: list[tuple[str, str, str, bool]]) -> list[tuple[str, s
     return [(name, slug) for name, slug, _, _ in (specific or shown)]
 
 
+def author_url_maker():
+    """A function ``(pk, name) -> the author page's path`` (``/authors/<pk>-<slug>/``, as
+    ``Author.get_absolute_url``) that reverses once."""
+    address = reverse("authors:detail", kwargs={"pk": 0, "slug": _URL_MARKER})
+    prefix, _, suffix = address.rpartition(f"0-{_URL_MARKER}")
+
+    def make(pk: int, name: str) -> str:
+        return f"{prefix}{pk}-{author_slug(name)}{suffix}"
+
+    return make
+
+
 def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
     """:class:`PaperCard` of the papers ``paper_ids``, in that order (unknown ids left out):
     the first ``CARD_SHOWN`` authors and affiliations by position, the chips (accepted
@@ -173,6 +196,7 @@ def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
     paper_url = url_maker("papers:detail", "arxiv_id")
     local_paper_url = url_maker("papers:detail-local", "pk", sample=0)
     topic_url = url_maker("topics:detail", "slug")
+    author_url = author_url_maker()
     cards = {}
     for (
         pk,
@@ -203,7 +227,8 @@ def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
             primary_category=code,
             author_count=author_count,
             affiliation_count=affiliation_count,
-            authors=list(authors),
+            authors=[name for name, _ in authors],
+            author_links=[CardAuthor(name=name, url=author_url(pk, name)) for name, pk in authors],
             affiliations=list(affiliations),
             topics=[
                 CardTopic(name=name, slug=slug, url=topic_url(slug))
@@ -260,10 +285,10 @@ def _card_lists() -> tuple[QuerySet, QuerySet, QuerySet]:
 def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
     """One tuple per paper of ``paper_ids`` found (in no particular order): ``id, arxiv_id,
     title, abstract, submitted, withdrawn, author_count, affiliation_count, primary category
-    code, created_at``, then its author names, affiliation names and chips as ``(topic name,
-    slug, path, group-level)`` tuples (see :func:`specific_chips`), each list in the card's
-    order. One query, the lists as array subqueries
-    (each an index range scan on the paper). PostgreSQL only."""
+    code, created_at``, then its authors as ``(name, author pk)`` pairs, affiliation names and
+    chips as ``(topic name, slug, path, group-level)`` tuples (see :func:`specific_chips`), each
+    list in the card's order. One query, the lists as array subqueries (each an index range
+    scan on the paper). PostgreSQL only."""
     authors, affiliations, chips = (
         lines.filter(paper_id=OuterRef("pk")) for lines in _card_lists()
     )
@@ -271,6 +296,7 @@ def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
         _card_papers(paper_ids)
         .annotate(
             card_authors=ArraySubquery(authors.values("author__name")),
+            card_author_ids=ArraySubquery(authors.values("author_id")),
             card_affiliations=ArraySubquery(affiliations.values("affiliation__name")),
             card_chip_names=ArraySubquery(chips.values("topic__name")),
             card_chip_slugs=ArraySubquery(chips.values("topic__slug")),
@@ -280,6 +306,7 @@ def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
         .values_list(
             *_CARD_FIELDS,
             "card_authors",
+            "card_author_ids",
             "card_affiliations",
             "card_chip_names",
             "card_chip_slugs",
@@ -287,7 +314,15 @@ def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
             "card_chip_group_level",
         )
     )
-    return [(*row[:-4], list(zip(*row[-4:], strict=True))) for row in rows]
+    return [
+        (
+            *row[:-7],
+            list(zip(row[-7], row[-6], strict=True)),
+            row[-5],
+            list(zip(*row[-4:], strict=True)),
+        )
+        for row in rows
+    ]
 
 
 def card_rows_portable(paper_ids: list[int]) -> list[tuple]:
@@ -296,9 +331,11 @@ def card_rows_portable(paper_ids: list[int]) -> list[tuple]:
     authors_of, affiliations_of, chips_of = (
         lines.filter(paper_id__in=paper_ids) for lines in _card_lists()
     )
-    authors: dict[int, list[str]] = defaultdict(list)
-    for paper_id, name in authors_of.values_list("paper_id", "author__name"):
-        authors[paper_id].append(name)
+    authors: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for paper_id, name, author_id in authors_of.values_list(
+        "paper_id", "author__name", "author_id"
+    ):
+        authors[paper_id].append((name, author_id))
     affiliations: dict[int, list[str]] = defaultdict(list)
     for paper_id, name in affiliations_of.values_list("paper_id", "affiliation__name"):
         affiliations[paper_id].append(name)

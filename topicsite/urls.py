@@ -26,6 +26,7 @@ urlpatterns = [
     # The address people guess for the API: its documentation.
     path("api/", RedirectView.as_view(pattern_name="api:docs"), name="api-home"),
     path("papers/", include("papers.urls")),
+    path("authors/", include("topics.author_urls")),
     path("follows/", include("follows.urls")),
     path("feed/", include("follows.feed_urls")),
     path("digests/", include("digests.urls")),

@@ -4,7 +4,7 @@ its templates load this library)."""
 from django import template
 
 from ..models import Follow
-from ..selectors import follower_count
+from ..selectors import author_follower_count, follower_count
 
 register = template.Library()
 
@@ -26,6 +26,23 @@ def follow_button(context, topic):
     return {
         "topic": topic,
         "follower_count": follower_count(topic=topic),
+        "following": following,
+        "signed_in": user.is_authenticated,
+        "request_path": request.path,
+    }
+
+
+@register.inclusion_tag("follows/_author_follow_button.html", takes_context=True)
+def author_follow_button(context, author):
+    """``{% author_follow_button author %}``: as :func:`follow_button`, for an author ("Follow
+    this author" / "Unfollow this author", its follower count; a log-in link for anyone not
+    signed in). Two queries for a signed-in user, one otherwise."""
+    request = context["request"]
+    user = request.user
+    following = user.is_authenticated and Follow.objects.filter(user=user, author=author).exists()
+    return {
+        "author": author,
+        "follower_count": author_follower_count(author=author),
         "following": following,
         "signed_in": user.is_authenticated,
         "request_path": request.path,

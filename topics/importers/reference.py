@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
+from papers.author_services import author_ids_current
 from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category
 
@@ -365,7 +366,9 @@ def reference_page_import(*, data: dict) -> ImportResult:
                     result, name=name, slug=_reference_slug(name), parent=None, enforce=False
                 )
 
-        author_ids = _names_ensure(Author, (n for p in page.papers for n in p.authors_shown))
+        author_ids = author_ids_current(
+            _names_ensure(Author, (n for p in page.papers for n in p.authors_shown))
+        )
         affiliation_ids = _names_ensure(
             Affiliation, (n for p in page.papers for n in p.affiliations_shown)
         )
