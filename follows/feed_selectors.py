@@ -17,6 +17,7 @@ from topics.cards import CARD_ABSTRACT_CHARS, CARD_TITLE_CHARS, PaperCard, paper
 from topics.models import Topic
 from topics.selectors import topic_newest_paper_ids
 
+from .library_selectors import library_states
 from .models import Follow
 from .selectors import scoped_search_matches, user_follow_matches
 
@@ -98,12 +99,14 @@ def feed_card_papers(*, user) -> FeedPapers:
 @dataclass
 class FeedItem:
     """A card on the feed page: the paper's ``card``, the reader's follows that matched it
-    (``matched_follows``: topics first, then searches, each by label) and whether it was
-    ``seen`` (stored before the reader's previous visit)."""
+    (``matched_follows``: topics first, then searches, each by label), whether it was
+    ``seen`` (stored before the reader's previous visit) and ``read`` (marked read in the
+    reader's library)."""
 
     card: PaperCard
     matched_follows: list[Follow] = field(default_factory=list)
     seen: bool = False
+    read: bool = False
 
 
 def feed_mark(
@@ -111,15 +114,19 @@ def feed_mark(
 ) -> list[FeedItem]:
     """A :class:`FeedItem` for each card of ``papers``, in order: ``user``'s follows that
     matched it, and ``seen`` True when the paper was stored before ``seen_before`` (always
-    False when ``seen_before`` is None). The queries of ``user_follow_matches`` only, however
-    many papers."""
+    False when ``seen_before`` is None), ``read`` True when ``user`` marked it read in their
+    library. The queries of ``user_follow_matches`` and one for the library, however many
+    papers."""
     cards = list(papers)
-    matches = user_follow_matches(user=user, paper_ids=[card.pk for card in cards])
+    paper_ids = [card.pk for card in cards]
+    matches = user_follow_matches(user=user, paper_ids=paper_ids)
+    library = library_states(user=user, paper_ids=paper_ids)
     return [
         FeedItem(
             card=card,
             matched_follows=matches.get(card.pk, []),
             seen=seen_before is not None and card.created_at < seen_before,
+            read=library.get(card.pk, False),
         )
         for card in cards
     ]

@@ -19,6 +19,7 @@ urlpatterns = [
     path("papers/", include("papers.urls")),
     path("follows/", include("follows.urls")),
     path("feed/", include("follows.feed_urls")),
+    path("library/", include("follows.library_urls")),
     path("digests/", include("digests.urls")),
     # Per-topic routes owned by other apps (the topic's Atom feed, asking it) come before the
     # topic pages themselves.

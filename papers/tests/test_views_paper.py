@@ -19,7 +19,7 @@ from papers.tests.factories import (
     PaperFactory,
     big_collaboration_paper,
 )
-from papers.views import AFFILIATIONS_SHOWN, AUTHORS_PER_PAGE
+from papers.views import AFFILIATIONS_SHOWN, AUTHORS_PER_PAGE, CITED_AUTHORS_SHOWN
 
 pytestmark = pytest.mark.django_db
 
@@ -287,7 +287,10 @@ def test_a_paper_of_5000_authors_pages_its_authors(client, django_assert_max_num
     assert response.status_code == 200
     assert len(response.content) < 60_000
     text = text_of(response.content.decode())
-    assert text.count("Collaborator ") == AUTHORS_PER_PAGE
+    author_list = re.search(r'(?s)<ol class="author-list".*?</ol>', response.content.decode())
+    assert author_list.group().count("Collaborator ") == AUTHORS_PER_PAGE
+    # The byline names three, the "Cite" block (BibTeX and RIS) CITED_AUTHORS_SHOWN each.
+    assert text.count("Collaborator ") == AUTHORS_PER_PAGE + 3 + 2 * CITED_AUTHORS_SHOWN
     assert f"5000 authors; 1–{AUTHORS_PER_PAGE} listed here." in text
     assert f"The first {AFFILIATIONS_SHOWN} of 60 affiliations." in text
     assert 'href="?authors=2"' in response.content.decode()
