@@ -1,6 +1,7 @@
 """Template tags other apps' pages use to show topics (``papers`` itself knows nothing of them)."""
 
 from django import template
+from django.db.models import F, Q
 from django.template import engines
 from django.utils.safestring import mark_safe
 
@@ -27,10 +28,16 @@ def paper_topics(context, paper):
     signed_in = bool(user and user.is_authenticated)
     reported = set()
     if signed_in and assignments:
+        # This reader's open reports (filed since a curator last decided the assignment).
         reported = set(
-            Assignment.objects.filter(pk__in=[a.pk for a in assignments], reports__reporter=user)
-            .reported()
-            .values_list("pk", flat=True)
+            AssignmentReport.objects.filter(
+                reporter=user, assignment_id__in=[a.pk for a in assignments]
+            )
+            .filter(
+                Q(assignment__decided_at__isnull=True)
+                | Q(created_at__gt=F("assignment__decided_at"))
+            )
+            .values_list("assignment_id", flat=True)
         )
     return {
         "entries": [

@@ -115,6 +115,10 @@ def test_signed_in_reader_reports_a_wrong_topic_into_the_review_queue(client, pl
     assert page.count("Wrong topic?") == 3
     assert "You reported this topic as wrong" in page
 
+    # Another reader's open report is theirs: this reader may still report the topic.
+    client.force_login(UserFactory(username="second"))
+    assert client.get(paper.get_absolute_url()).content.decode().count("Wrong topic?") == 4
+
 
 def test_one_open_report_per_reader_and_assignment(placed):
     _paper, made = placed
@@ -178,3 +182,24 @@ def test_the_admin_review_queue_shows_reported_assignments(client, placed):
     change = client.get(reverse("admin:topics_assignment_change", args=[made["curator"].pk]))
     assert "Reported as a wrong topic by r" in html.unescape(change.content.decode())
     assert "“wrong”" in html.unescape(change.content.decode())
+
+
+def test_paper_page_queries_do_not_grow_with_its_topics(client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(UserFactory(username="reader"))
+    few, many = PaperFactory(), PaperFactory()
+    AssignmentFactory(paper=few)
+    for _ in range(8):
+        AssignmentFactory(paper=many, evidence={"rule": "agents"})
+    reporter = UserFactory(username="reader")
+    assignment_report(assignment=many.assignments.first(), user=reporter)
+
+    counts = []
+    for paper in (few, many):
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(paper.get_absolute_url()).status_code == 200
+        counts.append(len(queries))
+
+    assert counts[0] == counts[1]

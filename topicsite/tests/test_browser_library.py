@@ -18,7 +18,7 @@ from papers.tests.factories import (
     PaperAffiliationFactory,
     PaperFactory,
 )
-from topics.models import Assignment
+from topics.models import Assignment, AssignmentReport
 from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -130,6 +130,16 @@ def test_paper_page_with_cite_open(topic_with_paper, browser, live_server, clien
     assert "SrTiO$_3$" in page.evaluate("navigator.clipboard.readText()")
     page.get_by_text("Wrong topic?").click()
     looks(page, screenshot, "paper-cite-open")
+
+    # The report form posts with its CSRF token (the live server enforces it).
+    page.get_by_label("Why is this paper not about Oxide interfaces? (optional)").fill(
+        "It is condensed matter, not oxides in general."
+    )
+    page.get_by_role("button", name="Report to the curators").click()
+    expect(page.locator("ul.messages")).to_contain_text("the curators will review")
+    expect(page.locator(".topic-reasons")).to_contain_text("You reported this topic as wrong")
+    report = AssignmentReport.objects.get()
+    assert report.note == "It is condensed matter, not oxides in general."
     assert errors == []
 
 
