@@ -174,3 +174,27 @@ class LibraryItem(models.Model):
     @property
     def is_read(self) -> bool:
         return self.read_at is not None
+
+
+# --- "For you" (/for-you/) -------------------------------------------------------------------
+
+
+class ForYouFeedback(models.Model):
+    """``user`` pressed "Not interested" on ``paper`` among their "for you" picks at
+    ``created``: the paper is hidden from their picks and counts as a negative example when
+    they are ranked (``follows.for_you_selectors``). One row per (user, paper)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="for_you_feedback"
+    )
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="for_you_feedback")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "paper"], name="unique_user_for_you_feedback"),
+        ]
+
+    def __str__(self):
+        return f"{self.user} is not interested in {self.paper_id}"
