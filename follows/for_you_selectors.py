@@ -300,3 +300,17 @@ def saved_closeness(*, user, paper_ids: list[int]) -> dict[int, float]:
     ids = list(vectors)
     cosines = stack((vectors[pk] for pk in ids), dimension) @ saved_matrix.T
     return dict(zip(ids, cosines.max(axis=1).tolist(), strict=True))
+
+
+def relevance_key(
+    *, matched_follows: int, closeness: float | None, submitted: dt.date, pk: int
+) -> tuple:
+    """The sort key that puts the more relevant of two papers of one period first: more of the
+    reader's follows matching it first, then closer (cosine) to the nearest paper the reader
+    saved (no vector: last), then newest submitted, then newest id. Ascending order."""
+    return (
+        -matched_follows,
+        -(closeness if closeness is not None else -2.0),
+        -submitted.toordinal(),
+        -pk,
+    )
