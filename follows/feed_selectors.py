@@ -17,6 +17,7 @@ from topics.cards import CARD_ABSTRACT_CHARS, CARD_TITLE_CHARS, PaperCard, paper
 from topics.models import Topic
 from topics.selectors import topic_newest_paper_ids
 
+from .for_you_selectors import relevance_key, saved_closeness
 from .library_selectors import library_states
 from .models import Follow
 from .selectors import scoped_search_matches, user_follow_matches
@@ -155,4 +156,24 @@ def atom_papers(papers: QuerySet[Paper], *, limit: int = ATOM_ENTRIES) -> list[P
             "cross_lists",
             Prefetch("authorships", queryset=authorships, to_attr="atom_authorships"),
         )[:limit]
+    )
+
+
+def feed_rank(*, user, items: list[FeedItem]) -> list[FeedItem]:
+    """``items`` (one feed page) with each submitted day's papers most relevant to ``user``
+    first (``for_you_selectors.relevance_key``: more of their follows matching, then closer
+    to the papers they saved, then newest); the days keep their order, newest first. Three
+    queries at most, whatever the number of items."""
+    closeness = saved_closeness(user=user, paper_ids=[item.card.pk for item in items])
+    return sorted(
+        items,
+        key=lambda item: (
+            -item.card.submitted.toordinal(),
+            relevance_key(
+                matched_follows=len(item.matched_follows),
+                closeness=closeness.get(item.card.pk),
+                submitted=item.card.submitted,
+                pk=item.card.pk,
+            ),
+        ),
     )
