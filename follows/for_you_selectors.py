@@ -187,6 +187,8 @@ def for_you_ranking(
     if model is None:
         return ranking
     until = Paper.objects.live().aggregate(newest=Max("submitted"))["newest"]
+    if until is None:  # no live paper at all
+        return ranking
     since = until - dt.timedelta(days=days)
     ranking.since, ranking.until = since, until
     window = Paper.objects.live().filter(submitted__gt=since, submitted__lte=until)

@@ -3,8 +3,10 @@ its "Not interested" button (a plain POST form, no JavaScript)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from papers.models import Paper
@@ -26,12 +28,14 @@ def for_you_index(request):
     return render(request, "follows/for_you.html", context)
 
 
-@login_required
 @require_POST
 def for_you_dismiss(request, paper_id: int):
     """POST ``/for-you/papers/<id>/not-interested/``: hide paper ``id`` from the reader's picks
     and rank its neighbours lower; back to ``/for-you/``. An id that is no stored paper is a
-    404 naming it; GET is 405."""
+    404 naming it; GET is 405; signed out: the login page, then back to ``/for-you/`` (a GET
+    of this URL could not replay the POST)."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(reverse("for_you:index"))
     paper = Paper.objects.filter(pk=paper_id).first()
     if paper is None:
         raise Http404(f"No paper has the id {paper_id}.")

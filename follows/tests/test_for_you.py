@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from follows import for_you_selectors
 from follows.for_you_selectors import for_you_picks, for_you_ranking
 from follows.models import Follow, ForYouFeedback, LibraryItem
-from papers.models import PaperDuplicate, PaperEmbedding
+from papers.models import Paper, PaperDuplicate, PaperEmbedding
 
 from .conftest import assign, make_paper
 
@@ -206,6 +206,20 @@ def test_signed_out_readers_log_in_and_come_back(client):
     response = client.get("/for-you/")
     assert response.status_code == 302
     assert response["Location"] == "/accounts/login/?next=/for-you/"
+
+
+def test_signed_out_not_interested_logs_in_and_comes_back_to_the_page(client, world):
+    paper = world["tools"][0]
+    response = client.post(f"/for-you/papers/{paper.pk}/not-interested/")
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/?next=/for-you/"
+    assert not ForYouFeedback.objects.exists()
+
+
+def test_no_live_paper_ranks_nothing(reader, world):
+    save(reader, world["saved"][:2])
+    Paper.objects.update(withdrawn=True)
+    assert for_you_ranking(user=reader).ranked == []
 
 
 def test_empty_state_tells_how_to_start(reader, world, client):
