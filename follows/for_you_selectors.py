@@ -97,13 +97,15 @@ class ForYouPick:
     @property
     def reasons(self) -> list[str]:
         """Why it was picked, as plain sentences: "close to <saved paper title>", "in
-        <followed topic>", "matches your search “query”"."""
+        <followed topic>", "matches your search “query”", "by <followed author>"."""
         reasons = [f"close to {self.close_to_title}"] if self.close_to_title else []
         for follow in self.follows:
             if follow.kind == Follow.Kind.TOPIC:
                 reasons.append(f"in {follow.topic.display_name}")
-            else:
+            elif follow.kind == Follow.Kind.SEARCH:
                 reasons.append(f"matches your search {follow.label}")
+            else:  # an author follow, where the follows carry them
+                reasons.append(f"by {follow.label}")
         return reasons
 
 
