@@ -5,9 +5,9 @@ the views pass ``queryset.iterator(chunk_size=EXPORT_CHUNK)``, which keeps the p
 chunk, so memory stays flat and queries grow with the number of chunks, not papers) and yields
 ``str`` pieces for a ``StreamingHttpResponse``.
 
-- BibTeX: one ``@misc`` entry per paper, arXiv's own fields (``eprint``, ``archivePrefix``,
-  ``primaryClass``); TeX special characters in values escaped (``& % $ # _ { } ~ ^ \\``), the
-  title's case kept by double braces;
+- BibTeX: one ``@misc`` entry per paper, the entry a paper page's "Cite" gives
+  (:mod:`papers.citations`: arXiv's own fields, the TeX of titles kept, authors "Last,
+  First"), naming the authors the API lists (``and others`` after them);
 - CSV (RFC 4180, UTF-8, header row): cells starting with ``= + - @``, tab or carriage return
   are prefixed with ``'`` so spreadsheets do not run them as formulas (CSV injection);
 - JSON lines: one paper per line as the API shows it (``PaperSerializer``).
@@ -18,11 +18,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from collections.abc import Iterable, Iterator
 
-from django.conf import settings
-
+from papers import citations
 from papers.models import Paper
 
 from .selectors import api_paper_id
@@ -34,7 +32,6 @@ __all__ = [
     "EXPORT_CHUNK",
     "JSONL_CONTENT_TYPE",
     "bibtex_entry",
-    "bibtex_escape",
     "bibtex_lines",
     "csv_cell",
     "csv_lines",
@@ -42,71 +39,17 @@ __all__ = [
 ]
 
 EXPORT_CHUNK = 500
-BIBTEX_CONTENT_TYPE = "application/x-bibtex; charset=utf-8"
+BIBTEX_CONTENT_TYPE = citations.BIBTEX_CONTENT_TYPE
 CSV_CONTENT_TYPE = "text/csv; charset=utf-8"
 JSONL_CONTENT_TYPE = "application/jsonl; charset=utf-8"
 
-_TEX_SPECIALS = {
-    "\\": r"\textbackslash{}",
-    "{": r"\{",
-    "}": r"\}",
-    "$": r"\$",
-    "&": r"\&",
-    "#": r"\#",
-    "%": r"\%",
-    "_": r"\_",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
-_TEX_SPECIAL_RE = re.compile("|".join(re.escape(c) for c in _TEX_SPECIALS))
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-
-
-def bibtex_escape(text: str) -> str:
-    """``text`` with TeX's special characters escaped and whitespace runs made one space."""
-    text = " ".join(text.split())
-    return _TEX_SPECIAL_RE.sub(lambda m: _TEX_SPECIALS[m.group()], text)
-
-
-def _bibtex_key(paper: Paper) -> str:
-    # Keys may not hold spaces, commas or braces; "/" of old-style ids and ":" are replaced too
-    # because some BibTeX tools take them for separators.
-    if not paper.arxiv_id:
-        return f"topicsite_local_{paper.pk}"
-    return "arXiv_" + re.sub(r"[^A-Za-z0-9.-]", "_", paper.arxiv_id)
-
 
 def bibtex_entry(paper: Paper) -> str:
-    """One ``@misc{…}`` entry for ``paper``, ending with a blank line."""
-    fields = [("title", "{" + bibtex_escape(paper.title) + "}")]
-    authors = [bibtex_escape(a.author.name) for a in paper.api_authorships]
-    if authors and paper.author_count > len(authors):
-        # Only the first authors are stored (the source listed the rest as a count).
-        authors.append("others")
-    if authors:
-        fields.append(("author", " and ".join(authors)))
-    fields.append(("year", str(paper.submitted.year)))
-    fields.append(("month", _MONTHS[paper.submitted.month - 1]))
-    if paper.arxiv_id:
-        fields += [
-            ("eprint", paper.arxiv_id),
-            ("archivePrefix", "arXiv"),
-            ("primaryClass", paper.primary_category.code),
-            ("url", paper.arxiv_url),
-        ]
-    else:
-        fields.append(("url", settings.SITE_URL + paper.get_absolute_url()))
-    if paper.dois or paper.doi:
-        # BibTeX's doi field holds one DOI.
-        fields.append(("doi", bibtex_escape(paper.dois[0] if paper.dois else paper.doi)))
-    if paper.journal_ref:
-        fields.append(("note", bibtex_escape(paper.journal_ref)))
-    lines = [f"@misc{{{_bibtex_key(paper)},"]
-    for name, value in fields:
-        # ``month`` is a BibTeX macro (jan, feb…), written without braces.
-        lines.append(f"  {name} = {value}," if name == "month" else f"  {name} = {{{value}}},")
-    lines.append("}")
-    return "\n".join(lines) + "\n\n"
+    """One ``@misc{…}`` entry for ``paper`` (from :func:`api.selectors.papers_for_api`),
+    ending with a blank line: :func:`papers.citations.bibtex_entry` of its listed
+    authors."""
+    authors = [authorship.author for authorship in paper.api_authorships]
+    return citations.bibtex_entry(citations.Citation(paper=paper, authors=authors)) + "\n"
 
 
 def bibtex_lines(papers: Iterable[Paper]) -> Iterator[str]:

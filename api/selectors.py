@@ -118,7 +118,15 @@ def papers_for_api() -> QuerySet[Paper]:
             Prefetch(
                 "authorships",
                 queryset=Authorship.objects.select_related("author")
-                .only("paper", "position", "author__name")
+                # The name parts BibTeX's "Last, First" is made of (api.exports).
+                .only(
+                    "paper",
+                    "position",
+                    "author__name",
+                    "author__keyname",
+                    "author__forenames",
+                    "author__suffix",
+                )
                 # A list, not the related manager: building a manager per authorship costs
                 # more than the whole query on a page of papers with many authors.
                 .prefetch_related(

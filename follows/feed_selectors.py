@@ -17,6 +17,8 @@ from topics.cards import CARD_ABSTRACT_CHARS, CARD_TITLE_CHARS, PaperCard, paper
 from topics.models import Topic
 from topics.selectors import topic_newest_paper_ids
 
+from .for_you_selectors import relevance_key, saved_closeness
+from .library_selectors import library_states
 from .models import Follow
 from .selectors import author_followed_paper_ids, scoped_search_matches, user_follow_matches
 
@@ -103,12 +105,14 @@ def feed_card_papers(*, user) -> FeedPapers:
 @dataclass
 class FeedItem:
     """A card on the feed page: the paper's ``card``, the reader's follows that matched it
-    (``matched_follows``: topics first, then searches, each by label) and whether it was
-    ``seen`` (stored before the reader's previous visit)."""
+    (``matched_follows``: topics first, then searches, each by label), whether it was
+    ``seen`` (stored before the reader's previous visit) and ``read`` (marked read in the
+    reader's library)."""
 
     card: PaperCard
     matched_follows: list[Follow] = field(default_factory=list)
     seen: bool = False
+    read: bool = False
 
 
 def feed_mark(
@@ -116,15 +120,19 @@ def feed_mark(
 ) -> list[FeedItem]:
     """A :class:`FeedItem` for each card of ``papers``, in order: ``user``'s follows that
     matched it, and ``seen`` True when the paper was stored before ``seen_before`` (always
-    False when ``seen_before`` is None). The queries of ``user_follow_matches`` only, however
-    many papers."""
+    False when ``seen_before`` is None), ``read`` True when ``user`` marked it read in their
+    library. The queries of ``user_follow_matches`` and one for the library, however many
+    papers."""
     cards = list(papers)
-    matches = user_follow_matches(user=user, paper_ids=[card.pk for card in cards])
+    paper_ids = [card.pk for card in cards]
+    matches = user_follow_matches(user=user, paper_ids=paper_ids)
+    library = library_states(user=user, paper_ids=paper_ids)
     return [
         FeedItem(
             card=card,
             matched_follows=matches.get(card.pk, []),
             seen=seen_before is not None and card.created_at < seen_before,
+            read=library.get(card.pk, False),
         )
         for card in cards
     ]
@@ -153,4 +161,24 @@ def atom_papers(papers: QuerySet[Paper], *, limit: int = ATOM_ENTRIES) -> list[P
             "cross_lists",
             Prefetch("authorships", queryset=authorships, to_attr="atom_authorships"),
         )[:limit]
+    )
+
+
+def feed_rank(*, user, items: list[FeedItem]) -> list[FeedItem]:
+    """``items`` (one feed page) with each submitted day's papers most relevant to ``user``
+    first (``for_you_selectors.relevance_key``: more of their follows matching, then closer
+    to the papers they saved, then newest); the days keep their order, newest first. Three
+    queries at most, whatever the number of items."""
+    closeness = saved_closeness(user=user, paper_ids=[item.card.pk for item in items])
+    return sorted(
+        items,
+        key=lambda item: (
+            -item.card.submitted.toordinal(),
+            relevance_key(
+                matched_follows=len(item.matched_follows),
+                closeness=closeness.get(item.card.pk),
+                submitted=item.card.submitted,
+                pk=item.card.pk,
+            ),
+        ),
     )

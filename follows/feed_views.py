@@ -7,7 +7,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from .feed_selectors import feed_card_papers, feed_mark
+from .feed_selectors import feed_card_papers, feed_mark, feed_rank
 from .feed_services import feed_visit, private_feed_key_regenerate, private_feed_url
 
 PAPERS_PER_PAGE = 30
@@ -17,7 +17,8 @@ PAPERS_PER_PAGE = 30
 @login_required
 def feed_index(request):
     """``/feed/``: the papers of everything the user follows (topics and saved searches),
-    newest first and grouped by submitted day, ``PAPERS_PER_PAGE`` a page (``?page=N``); each
+    newest first and grouped by submitted day, within a day most relevant first
+    (``feed_selectors.feed_rank``), ``PAPERS_PER_PAGE`` a page (``?page=N``); each
     card names the follows that matched it and papers stored before the previous visit are
     marked seen. Shows the private Atom feed's URL with a button to regenerate it.
 
@@ -28,6 +29,7 @@ def feed_index(request):
     paginator = Paginator(feed_card_papers(user=request.user), PAPERS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page"))
     papers = feed_mark(user=request.user, papers=page, seen_before=state.seen_before)
+    papers = feed_rank(user=request.user, items=papers)
     context = {
         "page": page,
         "papers": papers,

@@ -160,3 +160,63 @@ class FeedState(TimeStampedModel):
 
     def __str__(self):
         return f"feed state of {self.user}"
+
+
+# --- The reader's library (/library/) -----------------------------------------------------
+
+
+class LibraryItem(models.Model):
+    """``paper`` saved to ``user``'s library at ``saved_at``; ``read_at``: when they marked it
+    read (``None``: unread); ``note``: their own text about it (at most
+    :data:`NOTE_MAX_LENGTH` characters). One row per (user, paper)."""
+
+    NOTE_MAX_LENGTH = 5000
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="library_items"
+    )
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="library_items")
+    saved_at = models.DateTimeField(auto_now_add=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True, max_length=NOTE_MAX_LENGTH)
+
+    class Meta:
+        ordering = ["-saved_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "paper"], name="unique_user_library_paper"),
+        ]
+        indexes = [
+            # The library page: a user's items newest-saved first.
+            models.Index(fields=["user", "-saved_at", "-id"], name="library_user_saved_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.user} saved {self.paper_id}"
+
+    @property
+    def is_read(self) -> bool:
+        return self.read_at is not None
+
+
+# --- "For you" (/for-you/) -------------------------------------------------------------------
+
+
+class ForYouFeedback(models.Model):
+    """``user`` pressed "Not interested" on ``paper`` among their "for you" picks at
+    ``created``: the paper is hidden from their picks and counts as a negative example when
+    they are ranked (``follows.for_you_selectors``). One row per (user, paper)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="for_you_feedback"
+    )
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="for_you_feedback")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "paper"], name="unique_user_for_you_feedback"),
+        ]
+
+    def __str__(self):
+        return f"{self.user} is not interested in {self.paper_id}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
@@ -20,12 +21,14 @@ from papers.models import Paper
 
 from .caches import topic_caches_invalidate_on_commit
 from .history import history_bulk_record
-from .models import Assignment, Topic
+from .models import Assignment, AssignmentReport, Topic
 
 __all__ = [
     "AssignmentMoveResult",
+    "ReportLimitReached",
     "assignment_add",
     "assignment_decide",
+    "assignment_report",
     "assignments_bulk_decide",
     "assignments_move",
 ]
@@ -117,6 +120,68 @@ def assignment_add(*, paper: Paper, topic: Topic, user) -> Assignment:
         )
         topic_caches_invalidate_on_commit([topic.pk])
     return assignment
+
+
+# --- readers' reports --------------------------------------------------------------------
+
+# Reports a reader may file in an hour (a hostile or careless account cannot flood the queue).
+REPORTS_PER_HOUR = 20
+
+
+class ReportLimitReached(Exception):
+    """The reader filed :data:`REPORTS_PER_HOUR` reports in the last hour."""
+
+
+def assignment_report(
+    *, assignment: Assignment, user, note: str = ""
+) -> tuple[AssignmentReport, bool]:
+    """Record ``user``'s report that ``assignment`` is a wrong topic for its paper, with an
+    optional ``note`` (surrounding whitespace dropped). The assignment then shows in the
+    admin's review queue until a curator decides it (``AssignmentQuerySet.reported``).
+
+    One report per reader and assignment: while theirs is open, reporting again changes
+    nothing and returns ``(report, False)``; after a curator decided the assignment, it opens
+    again (now, with the new note). Returns ``(report, True)`` when a report was opened.
+    Raises ``ValueError`` naming the limit for a note over
+    ``AssignmentReport.NOTE_MAX_LENGTH`` characters and :class:`ReportLimitReached` after
+    :data:`REPORTS_PER_HOUR` reports in the last hour; nothing is written then.
+    """
+    note = note.strip()
+    if len(note) > AssignmentReport.NOTE_MAX_LENGTH:
+        raise ValueError(
+            f"A note holds at most {AssignmentReport.NOTE_MAX_LENGTH} characters; this one "
+            f"has {len(note)}."
+        )
+    now = timezone.now()
+    with transaction.atomic():
+        report = (
+            AssignmentReport.objects.select_for_update()
+            .filter(assignment=assignment, reporter=user)
+            .first()
+        )
+        decided_at = assignment.decided_at
+        if report is not None and (decided_at is None or report.created_at > decided_at):
+            return report, False
+        recent = AssignmentReport.objects.filter(
+            reporter=user, created_at__gte=now - timedelta(hours=1)
+        ).count()
+        if recent >= REPORTS_PER_HOUR:
+            raise ReportLimitReached(
+                f"You have reported {recent} topics in the last hour; please wait a while."
+            )
+        if report is None:
+            try:
+                with transaction.atomic():
+                    report = AssignmentReport.objects.create(
+                        assignment=assignment, reporter=user, note=note, created_at=now
+                    )
+            except IntegrityError:  # a concurrent report of the same reader won
+                report = AssignmentReport.objects.get(assignment=assignment, reporter=user)
+                return report, False
+        else:
+            report.note, report.created_at = note, now
+            report.save(update_fields=["note", "created_at"])
+    return report, True
 
 
 # --- many assignments ----------------------------------------------------------------------

@@ -53,6 +53,8 @@ CARD_SHOWN = 3
 # record is cut.
 CARD_TITLE_CHARS = 500
 CARD_ABSTRACT_CHARS = 4000
+# The abstract's excerpt in a digest email or a list of picks (PaperCard.excerpt).
+EXCERPT_CHARS = 300
 
 
 def clip_text(text: str, limit: int) -> tuple[str, bool]:
@@ -124,6 +126,12 @@ class PaperCard:
     title_html: str | None = None
     abstract_html: str | None = None
     teaser_html: str | None = None
+
+    @property
+    def excerpt(self) -> str:
+        """The abstract trimmed for a digest or a list: at most :data:`EXCERPT_CHARS`
+        characters cut on a word boundary, then "…" (``clip_text``); whole when shorter."""
+        return clip_text(self.abstract, EXCERPT_CHARS)[0]
 
     @property
     def more_authors(self) -> int:

@@ -148,6 +148,34 @@ class Assignment(TimeStampedModel):
         return self.decided_by_id is not None
 
 
+class AssignmentReport(models.Model):
+    """A signed-in reader's report that ``assignment`` puts its paper in the wrong topic,
+    with an optional ``note`` (at most :data:`NOTE_MAX_LENGTH` characters). One per reader and
+    assignment. A report is **open** while no curator has decided the assignment since
+    ``created_at``; open reports put the assignment in the admin's review queue
+    (``AssignmentQuerySet.reported``)."""
+
+    NOTE_MAX_LENGTH = 500
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="reports")
+    reporter = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignment_reports"
+    )
+    note = models.CharField(max_length=NOTE_MAX_LENGTH, blank=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["assignment", "reporter"], name="unique_assignment_reporter"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.reporter} reports assignment {self.assignment_id}"
+
+
 class TopicStats(models.Model):
     """Precomputed figures of a topic: ``paper_count``, the distinct papers accepted in the
     topic or a descendant (what ``topics.selectors.topic_papers`` counts), and its momentum.

@@ -1,6 +1,7 @@
 """Chainable reads over topics and assignments: filter and annotate only."""
 
 from django.db import models
+from django.db.models import Exists, OuterRef, Q
 
 
 def _subtree_prefix(topic) -> str:
@@ -44,3 +45,12 @@ class AssignmentQuerySet(models.QuerySet):
     def machine_made(self):
         """Assignments no person has decided: the only ones re-tagging may change."""
         return self.filter(decided_by__isnull=True)
+
+    def reported(self):
+        """Assignments a reader reported as a wrong topic since a curator last decided them
+        (or never decided): an open report (``topics.models.AssignmentReport``)."""
+        reports = self.model._meta.get_field("reports").related_model  # no import cycle
+        open_reports = reports.objects.filter(assignment_id=OuterRef("pk")).filter(
+            Q(created_at__gt=OuterRef("decided_at")) | Q(assignment__decided_at__isnull=True)
+        )
+        return self.filter(Exists(open_reports))

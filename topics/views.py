@@ -4,11 +4,14 @@ topic lives in the ``ask`` app), and the search page. Read-only; all reads go th
 ``topics.search_page``.
 """
 
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
-from django.shortcuts import render
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
 from django.template import engines
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_POST, require_safe
 
 from papers.models import Category
 from topicsite import pagecache
@@ -16,10 +19,11 @@ from topicsite.pagecache import cache_anonymous_page
 
 from . import index as topics_index
 from . import selectors
+from .assignments import ReportLimitReached, assignment_report
 from .cards import topic_card_page
 from .forms import QUERY_MAX_LENGTH, SearchForm
 from .lookups import active_topic_or_redirect
-from .models import Topic
+from .models import Assignment, Topic
 from .momentum import momentum_chart, momentum_sentence, topic_momentum_stored
 from .search_page import PageOutOfRange, search_page, search_papers_scope
 
@@ -235,3 +239,44 @@ def search(request):
         .render({"cards": context["result_page"].cards})
     )
     return render(request, "topics/search.html", context)
+
+
+@require_POST
+def assignment_report_view(request, pk):
+    """POST ``/topics/assignments/<pk>/report/`` with an optional ``note``: the signed-in
+    reader reports that the paper is not about the topic (``topics.assignments.
+    assignment_report``: the assignment joins the curators' review queue), then back to the
+    paper's page. Anonymous readers go to the log-in page and back to the paper.
+
+    404 for an assignment that is not an accepted one in an active topic (only those show on
+    paper pages), 400 naming the limit for an oversized note, 429 after too many reports in
+    an hour; GET is 405.
+    """
+    assignment = (
+        Assignment.objects.accepted()
+        .filter(pk=pk, topic__active=True)
+        .select_related("paper", "topic")
+        .first()
+    )
+    if assignment is None:
+        raise Http404(f"No assignment {pk} of a paper to an active topic can be reported.")
+    back = assignment.paper.get_absolute_url()
+    if not request.user.is_authenticated:
+        return redirect_to_login(back)
+    try:
+        _report, opened = assignment_report(
+            assignment=assignment, user=request.user, note=request.POST.get("note", "")
+        )
+    except ValueError as error:
+        return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")
+    except ReportLimitReached as error:
+        return HttpResponse(str(error), status=429, content_type="text/plain; charset=utf-8")
+    if opened:
+        messages.success(
+            request,
+            f"Thank you: the curators will review whether this paper belongs in "
+            f"{assignment.topic.name}.",
+        )
+    else:
+        messages.info(request, f"You already reported {assignment.topic.name} for this paper.")
+    return redirect(f"{back}#topic-reason-{assignment.pk}")

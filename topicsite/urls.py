@@ -29,6 +29,8 @@ urlpatterns = [
     path("authors/", include("topics.author_urls")),
     path("follows/", include("follows.urls")),
     path("feed/", include("follows.feed_urls")),
+    path("library/", include("follows.library_urls")),
+    path("for-you/", include("follows.for_you_urls")),
     path("digests/", include("digests.urls")),
     # Per-topic routes owned by other apps (the topic's Atom feed, asking it) come before the
     # topic pages themselves.

@@ -19,7 +19,7 @@ from papers.tests.factories import (
     PaperFactory,
     big_collaboration_paper,
 )
-from papers.views import AFFILIATIONS_SHOWN, AUTHORS_PER_PAGE
+from papers.views import AFFILIATIONS_SHOWN, AUTHORS_PER_PAGE, CITED_AUTHORS_SHOWN
 
 pytestmark = pytest.mark.django_db
 
@@ -107,13 +107,14 @@ def test_a_live_paper_links_its_pdf_a_withdrawn_or_deleted_one_does_not(
     client, django_capture_on_commit_callbacks
 ):
     paper = full_paper()
-    pdf = '<a href="https://arxiv.org/pdf/2409.01234">'
+    # The version the stored metadata describes (full_paper: v2).
+    pdf = '<a href="https://arxiv.org/pdf/2409.01234v2">'
     assert pdf in client.get("/papers/2409.01234/").content.decode()
 
     with django_capture_on_commit_callbacks(execute=True):  # the page cache hears of it
         paper.withdrawn = True
         paper.save()
-    assert pdf not in client.get("/papers/2409.01234/").content.decode()
+    assert "arxiv.org/pdf/" not in client.get("/papers/2409.01234/").content.decode()
 
     with django_capture_on_commit_callbacks(execute=True):
         paper.withdrawn = False
@@ -123,7 +124,7 @@ def test_a_live_paper_links_its_pdf_a_withdrawn_or_deleted_one_does_not(
     assert response.status_code == 200  # still findable
     text = text_of(response.content.decode())
     assert "Deleted. arXiv reports this record deleted (seen Oct 2, 2026 ): it is kept" in text
-    assert pdf not in response.content.decode()
+    assert "arxiv.org/pdf/" not in response.content.decode()
 
 
 def test_old_style_identifier_with_a_slash(client):
@@ -288,7 +289,10 @@ def test_a_paper_of_5000_authors_pages_its_authors(client, django_assert_max_num
     assert response.status_code == 200
     assert len(response.content) < 60_000
     text = text_of(response.content.decode())
-    assert text.count("Collaborator ") == AUTHORS_PER_PAGE
+    author_list = re.search(r'(?s)<ol class="author-list".*?</ol>', response.content.decode())
+    assert author_list.group().count("Collaborator ") == AUTHORS_PER_PAGE
+    # The byline names three, the "Cite" block (BibTeX and RIS) CITED_AUTHORS_SHOWN each.
+    assert text.count("Collaborator ") == AUTHORS_PER_PAGE + 3 + 2 * CITED_AUTHORS_SHOWN
     assert f"5000 authors; 1–{AUTHORS_PER_PAGE} listed here." in text
     assert f"The first {AFFILIATIONS_SHOWN} of 60 affiliations." in text
     assert 'href="?authors=2"' in response.content.decode()

@@ -163,6 +163,17 @@ class AssignmentAdmin(ArxivIdSearchMixin, SimpleHistoryAdmin):
                 "Classifier words: "
                 + ", ".join(f"{word} ({weight:+.2f})" for word, weight in words)
             )
+        for report in assignment.reports.select_related("reporter").order_by("-created_at"):
+            is_open = assignment.decided_at is None or report.created_at > assignment.decided_at
+            lines.append(
+                format_html(
+                    "Reported as a wrong topic by {} on {}{}{}",
+                    report.reporter.get_username(),
+                    report.created_at.date().isoformat(),
+                    f": “{report.note}”" if report.note else "",
+                    "" if is_open else " (decided since)",
+                )
+            )
         if not lines:
             return "No machine evidence (a curator or an import placed it, or it predates it)."
         return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
@@ -222,7 +233,10 @@ class AssignmentAdmin(ArxivIdSearchMixin, SimpleHistoryAdmin):
         return HttpResponseRedirect(back)
 
     def get_ordering(self, request):
-        if request.GET.get(ReviewQueueFilter.parameter_name) == ReviewQueueFilter.VALUE:
+        if request.GET.get(ReviewQueueFilter.parameter_name) in (
+            ReviewQueueFilter.VALUE,
+            ReviewQueueFilter.REPORTED,
+        ):
             return ["-score", "pk"]
         return super().get_ordering(request)
 

@@ -129,22 +129,32 @@ class DeciderFilter(admin.SimpleListFilter):
 
 
 class ReviewQueueFilter(admin.SimpleListFilter):
-    """The review queue: machine assignments left pending that no person has decided: the
-    classifier's near a topic's threshold and semantic suggestions (topics whose precision is
-    not yet known). Listed highest score first."""
+    """The review queue: machine assignments left pending that no person has decided (the
+    classifier's near a topic's threshold and semantic suggestions for topics whose precision
+    is not yet known), and assignments a reader reported as a wrong topic since a curator
+    last decided them (``AssignmentQuerySet.reported``). Listed highest score first.
+    ``reported`` lists the reported ones alone."""
 
     title = "review queue"
     parameter_name = "review"
     VALUE = "queue"
+    REPORTED = "reported"
 
     def lookups(self, request, model_admin):
-        return [(self.VALUE, "Pending machine suggestions")]
+        return [
+            (self.VALUE, "Pending machine suggestions and reader reports"),
+            (self.REPORTED, "Reported by readers"),
+        ]
 
     def queryset(self, request, queryset):
-        if self.value() != self.VALUE:
+        value = self.value()
+        if value == self.REPORTED:
+            return queryset.reported()
+        if value != self.VALUE:
             return queryset
-        return queryset.machine_made().filter(
+        pending = queryset.machine_made().filter(
             decided_at__isnull=True,  # a decision whose curator account was deleted
             source__in=[Assignment.Source.CLASSIFIER, Assignment.Source.SEMANTIC],
             state=Assignment.State.PENDING,
         )
+        return pending | queryset.reported()
