@@ -28,9 +28,10 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.cache import cache
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
 from topics.models import Topic
+from topics.search_page import words_query
 
 from . import selectors, text
 from .generator import GeneratorError, Passage, generator_answer, generator_configured
@@ -235,20 +236,11 @@ def _citation(number: int, paper) -> Citation:
 
 
 def _suggestions(topic: Topic, question: str) -> list[dict]:
-    """Where to ask instead: the API's search over all papers (the site has no search page
-    of its own, so the label says it answers JSON), and the parent topic."""
-    suggestions = []
-    try:
-        search = reverse("api:search")
-    except NoReverseMatch:
-        search = None
-    if search:
-        suggestions.append(
-            {
-                "label": "Search all papers (JSON, from the API)",
-                "url": f"{search}?{urlencode({'q': question})}",
-            }
-        )
+    """Where to ask instead: the search page over all papers (``/search/?q=``), and the
+    parent topic."""
+    search = reverse("topics:search")
+    query = words_query(question)
+    suggestions = [{"label": "Search all papers", "url": f"{search}?{urlencode({'q': query})}"}]
     parent = Topic.objects.active().filter(pk=topic.parent_id).first() if topic.parent_id else None
     if parent is not None:
         url = reverse("ask:topic", kwargs={"slug": parent.slug})

@@ -82,6 +82,11 @@ def main() -> None:
         "--embedded", type=int, default=None, help="real papers to embed (default: all)"
     )
     parser.add_argument("--smoke", action="store_true", help="2,000 papers, own database (CI)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="Also profile one first run with vectors in one process (cProfile, top 30 by own time).",
+    )
     options = parser.parse_args()
     if options.smoke:
         options.papers, options.workers = 2_000, 2
@@ -245,6 +250,8 @@ def run(options) -> None:
         f"{model.topic_count} topics built in {time.perf_counter() - started:.2f} s)"
     )
     with_vectors = timed("rules + classifier + semantic")
+    if options.profile:
+        profile_first_run(resampled, paper_ids)
     by_source = {
         f"{source} {state}": count
         for source, state, count in resampled.order_by()
@@ -290,6 +297,21 @@ def vectors_store(real: list[dict], paper_ids: list[int], limit: int | None) -> 
             )
     PaperEmbedding.objects.bulk_create(copies, batch_size=WRITE_CHUNK)
     return len(stored), seconds
+
+
+def profile_first_run(resampled, paper_ids: list[int]) -> None:
+    """Print where a first run's time goes (one process, cProfile, top 30 by own time)."""
+    import cProfile
+    import pstats
+
+    from topics.tagging.engine import papers_tag
+
+    resampled.delete()
+    profiler = cProfile.Profile()
+    profiler.runcall(papers_tag, paper_ids=paper_ids)
+    print()
+    print("Profile of one first run with vectors, one process (top 30 by own time):")
+    pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(30)
 
 
 def tag_in_processes(paper_ids: list[int], workers: int) -> int:

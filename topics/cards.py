@@ -87,6 +87,10 @@ class PaperCard:
     papers stored before a visit as seen). ``title`` and ``abstract`` are clipped to
     :data:`CARD_TITLE_CHARS` / :data:`CARD_ABSTRACT_CHARS` (``title_clipped`` /
     ``abstract_clipped`` tell; the paper's page at ``url`` shows them whole).
+
+    ``title_html``, ``abstract_html`` and ``teaser_html`` (the abstract's line under the
+    title): safe markup shown instead of the plain text when set, the search page's
+    highlights (``topics.search_page.cards_highlight``); ``None`` elsewhere.
     """
 
     pk: int
@@ -104,6 +108,9 @@ class PaperCard:
     created_at: dt.datetime | None = None
     title_clipped: bool = False
     abstract_clipped: bool = False
+    title_html: str | None = None
+    abstract_html: str | None = None
+    teaser_html: str | None = None
 
     @property
     def more_authors(self) -> int:

@@ -12,4 +12,5 @@ urlpatterns = [
     # Before the topic pages' own routes (follows and ask add "topics/<slug>/…" ones).
     path("topics/assignments/<int:pk>/report/", views.assignment_report_view, name="report"),
     path("topics/<slug:slug>/", views.topic_detail, name="detail"),
+    path("search/", views.search, name="search"),
 ]

@@ -1,6 +1,7 @@
-"""Reader-facing topic pages: the index and a topic page with momentum and paper cards
-(asking a topic lives in the ``ask`` app). Read-only; all reads go through
-``topics.selectors``, ``topics.cards``, ``topics.index`` and ``topics.momentum``.
+"""Reader-facing topic pages: the index, a topic page with momentum and paper cards (asking a
+topic lives in the ``ask`` app), and the search page. Read-only; all reads go through
+``topics.selectors``, ``topics.cards``, ``topics.index``, ``topics.momentum`` and
+``topics.search_page``.
 """
 
 from django.contrib import messages
@@ -12,6 +13,7 @@ from django.template import engines
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST, require_safe
 
+from papers.models import Category
 from topicsite import pagecache
 from topicsite.pagecache import cache_anonymous_page
 
@@ -19,9 +21,11 @@ from . import index as topics_index
 from . import selectors
 from .assignments import ReportLimitReached, assignment_report
 from .cards import topic_card_page
+from .forms import QUERY_MAX_LENGTH, SearchForm
 from .lookups import active_topic_or_redirect
 from .models import Assignment, Topic
 from .momentum import momentum_chart, momentum_sentence, topic_momentum_stored
+from .search_page import PageOutOfRange, search_page, search_papers_scope
 
 PAPERS_PER_PAGE = 30
 # A page of rendered cards is cached this long at most (seconds); a tagging or curation commit
@@ -145,6 +149,93 @@ def topic_detail(request, slug):
         # ?page=01, ?page=x, a page past the last: shown, but stored only as the page it is.
         pagecache.page_cache_skip(response)
     return response
+
+
+SEARCH_RESULTS_PER_PAGE = 20
+
+
+def _search_choices() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The filter menus: ``(slug, display name)`` of the active topics by name and
+    ``(code, "code — name")`` of the stored arXiv categories by code. Two queries."""
+    topics = [
+        (slug, f"{short}: {name}" if short else name)
+        for slug, short, name in Topic.objects.active()
+        .order_by("name", "pk")
+        .values_list("slug", "short_name", "name")
+    ]
+    categories = [
+        (code, f"{code} — {name}")
+        for code, name in Category.objects.order_by("code").values_list("code", "name")
+    ]
+    return topics, categories
+
+
+@require_safe
+def search(request):
+    """``/search/``: papers ranked for ``?q=`` by ``topics.search.papers_search`` (the ranking
+    of ``/api/v1/search/``), in the topic-rule language of saved searches (words,
+    ``"phrases"``, ``OR``, ``-word`` or ``NOT``, parentheses, ``prefix*``).
+
+    Filters: ``topic`` (slug; descendants included), ``category`` (primary or cross-list),
+    ``submitted_after`` / ``submitted_before`` (YYYY-MM-DD, inclusive); ``sort`` (relevance,
+    newest), ``mode`` (hybrid, keyword, semantic), ``page``. Cards as on topic pages, the
+    query's words highlighted; a form to save the search as a follow (``follows:search-create``).
+
+    No query: tips on the query language (200). A bad value (a query that does not parse,
+    with the parser's reason and position; an unknown topic or category; a bad date, sort,
+    mode or page; control characters; a query over 300 characters): the page with the error
+    next to its field, 400. A page past the last: 404 naming the last. The query count does
+    not depend on the number of results (see ``topics.search_page``). Never cached: the page
+    carries the save form's CSRF token.
+    """
+    form = SearchForm(request.GET)
+    topics_menu, categories_menu = _search_choices()
+    context = {
+        "form": form,
+        "topics_menu": topics_menu,
+        "categories_menu": categories_menu,
+        "query": request.GET.get("q", "").strip()[: QUERY_MAX_LENGTH + 1],
+        "result_page": None,
+        "page_error": None,
+    }
+    if not form.is_valid():
+        return render(request, "topics/search.html", context, status=400)
+    data = form.cleaned_data
+    context["query"] = data["q"]
+    if not data["q"]:
+        return render(request, "topics/search.html", context)
+    scope = search_papers_scope(
+        topic=data["topic"],
+        category=data["category"],
+        submitted_after=data["submitted_after"],
+        submitted_before=data["submitted_before"],
+    )
+    try:
+        context["result_page"] = search_page(
+            query=data["q"],
+            scope=scope,
+            mode=data["mode"],
+            sort=data["sort"],
+            number=data["page"],
+            per_page=SEARCH_RESULTS_PER_PAGE,
+        )
+    except PageOutOfRange as error:
+        context["page_error"] = (
+            f"There is no page {error.number} of these results; the last is page {error.num_pages}."
+        )
+        return render(request, "topics/search.html", context, status=404)
+    # The pager's and the "match by meaning" link's query strings ("&amp;" by autoescape).
+    params = request.GET.copy()
+    params.pop("page", None)
+    context["params_without_page"] = f"{params.urlencode()}&" if params else ""
+    params["mode"] = "hybrid"
+    context["params_hybrid"] = params.urlencode()
+    context["cards_html"] = mark_safe(  # noqa: S308 - an autoescaping template
+        engines["jinja2"]
+        .get_template("topics/_search_cards.html")
+        .render({"cards": context["result_page"].cards})
+    )
+    return render(request, "topics/search.html", context)
 
 
 @require_POST

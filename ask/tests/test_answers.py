@@ -124,6 +124,17 @@ def test_off_topic_questions_get_no_answer_and_a_suggestion(reference_topic, que
     labels = [suggestion["label"] for suggestion in answer.suggestions]
     assert "Ask LLM: Large Language Model" in labels
     assert "/topics/llm/ask/?q=" in answer.suggestions[-1]["url"]
+    # The search page, not the API's JSON, with a query that parses there.
+    assert labels[0] == "Search all papers"
+    assert answer.suggestions[0]["url"].startswith("/search/?q=")
+
+
+def test_the_search_suggestion_is_a_query_the_search_page_takes(reference_topic, client):
+    question = 'What about "tool use (in RL - agents?'
+    suggestions = answers._suggestions(reference_topic, question)
+    response = client.get(suggestions[0]["url"])
+    assert response.status_code == 200
+    assert 'value="What about tool use in RL agents?"' in response.content.decode()
 
 
 def test_a_question_without_content_words_gets_no_answer(reference_topic):

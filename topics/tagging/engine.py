@@ -16,6 +16,7 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -116,6 +117,11 @@ class _Tagger:
     review_margin: float
     history: bool
     rule_index: RuleIndex | None = None
+    # Category pk -> positions in ``rules`` of the rules restricted to categories that include
+    # it; and the positions of rules open to every category. A paper tries only the rules of
+    # its categories (an archive taxonomy has a category rule per topic: one or two apply).
+    rules_by_category: dict[int, tuple[int, ...]] = field(default_factory=dict, compare=False)
+    uncategorised: tuple[int, ...] = ()
     # Active topic pk -> its ancestors' pks (from the materialised paths).
     ancestors: dict[int, tuple[int, ...]] = field(default_factory=dict, compare=False)
     _semantic: list = field(default_factory=list, compare=False)
@@ -184,8 +190,16 @@ def _tagger() -> _Tagger:
     if keyword_rules >= RULE_INDEX_MIN_RULES:
         # Positions in the index are positions in ``rules``.
         index = rule_index(tuple(topic_rule.rule for topic_rule in rules))
+    rules_by_category: dict[int, list[int]] = defaultdict(list)
+    for position, topic_rule in enumerate(rules):
+        for category_id in topic_rule.category_ids:
+            rules_by_category[category_id].append(position)
     return _Tagger(
         rule_index=index,
+        rules_by_category={key: tuple(value) for key, value in rules_by_category.items()},
+        uncategorised=tuple(
+            position for position, topic_rule in enumerate(rules) if not topic_rule.category_ids
+        ),
         rules=rules,
         topic_ids=topic_ids,
         ancestors=ancestors,
@@ -237,16 +251,19 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
     - Curator decisions and ``import`` assignments are never changed or deleted, and no
       machine assignment is created where one of them exists.
 
-    Work goes in batches of :data:`TAG_BATCH_SIZE` papers, one transaction each, in a fixed
-    number of queries whatever the batch holds: three reads (papers, cross-lists, existing
-    assignments), then on PostgreSQL the batch's plan is copied (COPY) into a temporary table
-    and applied by at most one INSERT, one UPDATE and one DELETE, each writing the history rows
-    of exactly the rows it wrote in the same statement; other databases take the ORM with a
-    few more statements. ``TOPICS_TAGGING_HISTORY`` (default on) records machine writes in the
-    assignment history, one row per assignment written, in bulk per batch, with the change
-    reason "tagging: rules and classifier vN" ("tagging: rules" without a classifier).
-    Running it twice leaves the same database (the second run writes nothing). A classifier
-    score that moved by less than 0.01 is not rewritten.
+    Work goes in batches of :data:`TAG_BATCH_SIZE` papers in a fixed number of queries
+    whatever the batch holds: three reads (papers, cross-lists, vectors) to judge the batch,
+    then one transaction that reads its existing assignments and writes: on PostgreSQL the
+    batch's plan is copied (COPY) into a temporary table and applied by at most one INSERT,
+    one UPDATE and one DELETE, each writing the history rows of exactly the rows it wrote in
+    the same statement; other databases take the ORM with a few more statements. Called
+    outside a transaction with more than one batch, a writer thread on its own connection
+    writes each batch while the next is judged (:func:`_tag_pipelined`).
+    ``TOPICS_TAGGING_HISTORY`` (default on) records machine writes in the assignment history, one
+    row per assignment written, in bulk per batch, with the change reason "tagging: rules and
+    classifier vN" ("tagging: rules" without a classifier). Running it twice leaves the same
+    database (the second run writes nothing). A classifier score that moved by less than 0.01 is not
+    rewritten.
 
     Returns the number of assignments created, changed or removed (a creation that loses a
     race to a concurrent curator addition is still counted; the curator's row wins).
@@ -254,10 +271,12 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
     loaded (nothing is written then).
     """
     tagger = _tagger()
-    written = 0
-    for batch in chunked(sorted(set(paper_ids)), TAG_BATCH_SIZE):
-        written += _tag_batch(batch, tagger)
-    return written
+    batches = chunked(sorted(set(paper_ids)), TAG_BATCH_SIZE)
+    if connection.in_atomic_block or len(paper_ids) <= TAG_BATCH_SIZE:
+        # Inside a caller's transaction the writes must share its connection (a second one
+        # would not see its uncommitted papers); one batch has nothing to overlap.
+        return sum(_tag_batch(batch, tagger) for batch in batches)
+    return _tag_pipelined(batches, tagger)
 
 
 def _wanted_assignments(
@@ -279,13 +298,16 @@ def _wanted_assignments(
         folded = paper_text(title, abstract) if classifier is not None else None
         if classifier is not None:
             texts.append(folded)
-        rules = tagger.rules
-        if tagger.rule_index is not None:
+        # The rules this paper's categories allow, in ``tagger.rules`` order; with many
+        # keyword rules, only those whose words the text holds.
+        positions = set(tagger.uncategorised)
+        for category_id in category_ids:
+            positions.update(tagger.rules_by_category.get(category_id, ()))
+        if tagger.rule_index is not None and positions:
             folded = folded or paper_text(title, abstract)
-            rules = [rules[position] for position in tagger.rule_index.candidates(folded)]
-        for topic_rule in rules:
-            if topic_rule.category_ids and topic_rule.category_ids.isdisjoint(category_ids):
-                continue
+            positions &= tagger.rule_index.candidates(folded)
+        for position in sorted(positions):
+            topic_rule = tagger.rules[position]
             if not topic_rule.rule.is_empty:
                 if folded is None:
                     folded = paper_text(title, abstract)
@@ -309,8 +331,9 @@ def _wanted_assignments(
     if semantic is not None:
         rows = [paper for paper in papers if paper[0] in vectors]
         matrix = np.stack([vectors[paper[0]] for paper in rows])
-        _classifier_vetoed(wanted, rows, matrix, semantic)
-        for candidate in semantic.candidates(matrix):
+        cosine = semantic.cosines(matrix)
+        _classifier_vetoed(wanted, rows, cosine, semantic)
+        for candidate in semantic.candidates(matrix, cosine=cosine):
             key = (rows[candidate.row][0], candidate.topic_id)
             if candidate.topic_id not in tagger.topic_ids:
                 continue
@@ -350,12 +373,13 @@ def _under_descendants_dropped(wanted: dict[tuple[int, int], _Target], tagger: _
 
 
 def _classifier_vetoed(
-    wanted: dict[tuple[int, int], _Target], rows: list, matrix: np.ndarray, semantic
+    wanted: dict[tuple[int, int], _Target], rows: list, cosine: np.ndarray, semantic
 ) -> None:
     """Drop, in place, the classifier's pairs whose paper is far in meaning from the topic
     (cosine below ``topics.tagging.semantic.MIN_COSINE``): TF-IDF weights of words such as
     "noisy" or "environments" put a 2008 paper on investments into LLM Agent Training; its
-    embedding is nowhere near. ``rows``: the papers (pk first) of ``matrix``'s rows."""
+    embedding is nowhere near. ``cosine``: (len(rows), topics) ``semantic.cosines`` of the
+    papers ``rows`` (pk first)."""
     from .semantic import MIN_COSINE
 
     row_of = {paper[0]: row for row, paper in enumerate(rows)}
@@ -366,7 +390,6 @@ def _classifier_vetoed(
     ]
     if not keys:
         return
-    cosine = semantic.cosines(matrix)
     column_of = {int(topic_id): column for column, topic_id in enumerate(semantic.topic_ids)}
     for paper_id, topic_id in keys:
         column = column_of.get(topic_id)
@@ -409,30 +432,54 @@ def _batch_filter(paper_ids: list[int], field: str) -> dict:
     return {f"{field}__in": paper_ids}
 
 
+@dataclass(frozen=True)
+class _Wanted:
+    """One batch's papers as tagging judged them: the sorted ``paper_ids``, the assignments
+    they call for, and which of them have a vector of the current model."""
+
+    paper_ids: list[int]
+    wanted: dict[tuple[int, int], _Target]
+    with_vector: frozenset[int]
+
+
+def _batch_wanted(paper_ids: list[int], tagger: _Tagger) -> _Wanted:
+    """Read the papers ``paper_ids`` (sorted pks), their cross-lists and vectors (three
+    queries) and judge them (:func:`_wanted_assignments`). Writes nothing."""
+    batch = set(paper_ids)
+    cross_lists: dict[int, set[int]] = defaultdict(set)
+    for paper_id, category_id in Paper.cross_lists.through.objects.filter(
+        **_batch_filter(paper_ids, "paper_id")
+    ).values_list("paper_id", "category_id"):
+        cross_lists[paper_id].add(category_id)
+    papers = [
+        row
+        for row in Paper.objects.filter(**_batch_filter(paper_ids, "pk")).values_list(
+            "pk", "title", "abstract", "primary_category_id"
+        )
+        if row[0] in batch
+    ]
+    # Papers with a vector are scored semantically too; the others by their words alone
+    # until their vector is stored (``topics.receivers`` re-tags them then).
+    try:
+        vectors = load_vectors([row[0] for row in papers]) if papers else {}
+    except EncoderUnavailable:  # no model files: words alone (semantic_active logs it)
+        vectors = {}
+    wanted = _wanted_assignments(papers, cross_lists, tagger, vectors)
+    return _Wanted(paper_ids, wanted, frozenset(vectors))
+
+
 def _tag_batch(paper_ids: list[int], tagger: _Tagger) -> int:
+    """Judge and write one batch in the calling thread."""
+    return _batch_write(_batch_wanted(paper_ids, tagger), tagger)
+
+
+def _batch_write(judged: _Wanted, tagger: _Tagger) -> int:
+    """Bring the stored assignments of ``judged.paper_ids`` to ``judged.wanted`` in one
+    transaction: read them (one query), then create, update and delete what differs. Returns
+    the number of assignments written."""
+    paper_ids, wanted, batch = judged.paper_ids, judged.wanted, set(judged.paper_ids)
     with transaction.atomic():
         started = timezone.now()
-        batch = set(paper_ids)
-        cross_lists: dict[int, set[int]] = defaultdict(set)
-        for paper_id, category_id in Paper.cross_lists.through.objects.filter(
-            **_batch_filter(paper_ids, "paper_id")
-        ).values_list("paper_id", "category_id"):
-            cross_lists[paper_id].add(category_id)
-        papers = [
-            row
-            for row in Paper.objects.filter(**_batch_filter(paper_ids, "pk")).values_list(
-                "pk", "title", "abstract", "primary_category_id"
-            )
-            if row[0] in batch
-        ]
-        # Papers with a vector are scored semantically too; the others by their words alone
-        # until their vector is stored (``topics.receivers`` re-tags them then).
-        try:
-            vectors = load_vectors([row[0] for row in papers]) if papers else {}
-        except EncoderUnavailable:  # no model files: words alone (semantic_active logs it)
-            vectors = {}
-        wanted = _wanted_assignments(papers, cross_lists, tagger, vectors)
-
         # The machine-made test in SQL: no timestamps to parse for every row.
         existing = {
             (paper_id, topic_id): _Stored(pk, topic_id, source, state, score, machine, evidence)
@@ -455,7 +502,7 @@ def _tag_batch(paper_ids: list[int], tagger: _Tagger) -> int:
             if target is not None:
                 if _needs_update(stored, target):
                     to_update.append((stored, target))
-            elif _judged(stored, tagger, key[0] in vectors):
+            elif _judged(stored, tagger, key[0] in judged.with_vector):
                 to_delete.append(stored)
 
         plan = _TagPlan(
@@ -470,6 +517,40 @@ def _tag_batch(paper_ids: list[int], tagger: _Tagger) -> int:
             | {stored.topic_id for stored, _ in to_update}
             | {stored.topic_id for stored in to_delete}
         )
+    return written
+
+
+def _written_in_thread(judged: _Wanted, tagger: _Tagger) -> int:
+    """:func:`_batch_write` on the writer thread's own connection."""
+    return _batch_write(judged, tagger)
+
+
+def _close_thread_connection() -> None:
+    connection.close()
+
+
+def _tag_pipelined(batches: Iterable[list[int]], tagger: _Tagger) -> int:
+    """Tag ``batches`` judging each batch in this thread while a writer thread, on its own
+    database connection, writes the batch before: the writes (an INSERT of a thousand rows
+    and their history, waiting on PostgreSQL) overlap the next batch's reading and judging
+    (Python), instead of following them. At most one batch is in writing at a time, in
+    order; an error in a write stops the run and is raised here."""
+    written = 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tag-write") as writer:
+        pending: Future | None = None
+        try:
+            for paper_ids in batches:
+                judged = _batch_wanted(paper_ids, tagger)
+                if pending is not None:
+                    written += pending.result()
+                pending = writer.submit(_written_in_thread, judged, tagger)
+            if pending is not None:
+                written += pending.result()
+                pending = None
+        finally:
+            if pending is not None:
+                pending.cancel()
+            writer.submit(_close_thread_connection).result()
     return written
 
 

@@ -518,7 +518,9 @@ class SemanticModel:
             return cosine.astype(np.float64)
         return self.calibration.probability(cosine, cosine - cosine.max(axis=1, keepdims=True))
 
-    def decide(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def decide(
+        self, vectors: np.ndarray, *, cosine: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(accepted, suggested, score)``, each (n, k): what tagging does with unit
         ``vectors`` ((n, d)). A topic that ``accepts`` takes every paper scoring at or above
         its threshold; any topic is suggested a paper it does not take whose best-fitting
@@ -526,8 +528,10 @@ class SemanticModel:
         within ``SUGGEST_MARGIN`` cosine of it), scoring at or above its threshold with a
         cosine of at least ``MIN_COSINE`` (so a topic without labels sends the papers closest
         to it, not every near one, to the review queue). ``score``: the calibrated
-        probabilities (float64)."""
-        cosine = self.cosines(vectors)
+        probabilities (float64). ``cosine``: :meth:`cosines` of ``vectors`` when the caller
+        has it already (computed here otherwise)."""
+        if cosine is None:
+            cosine = self.cosines(vectors)
         if not cosine.size:
             empty = np.zeros(cosine.shape, dtype=bool)
             return empty, empty, cosine.astype(np.float64)
@@ -551,11 +555,15 @@ class SemanticModel:
         accepted, suggested, _ = self.decide(vectors)
         return accepted | suggested
 
-    def candidates(self, vectors: np.ndarray) -> Iterator[SemanticCandidate]:
+    def candidates(
+        self, vectors: np.ndarray, *, cosine: np.ndarray | None = None
+    ) -> Iterator[SemanticCandidate]:
         """The pairs of :meth:`decide` as :class:`SemanticCandidate`, in row then column
-        order. ``vectors``: (n, d) unit rows."""
-        accepted, suggested, score = self.decide(vectors)
-        cosine = self.cosines(vectors)
+        order. ``vectors``: (n, d) unit rows; ``cosine``: their :meth:`cosines`, when the
+        caller has them (one matrix product per batch, not one per use)."""
+        if cosine is None:
+            cosine = self.cosines(vectors)
+        accepted, suggested, score = self.decide(vectors, cosine=cosine)
         rows, columns = np.nonzero(accepted | suggested)
         for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
             yield SemanticCandidate(

@@ -112,6 +112,7 @@ ROUTES: dict[str, Route] = {
     "api-home": page(every(302), post=every(302)),
     "topics:index": page(READ),
     "topics:detail": page(READ, kwargs=lambda w: SLUG),
+    "topics:search": page(READ, query="q=agents"),
     "ask:topic": page(READ, kwargs=lambda w: SLUG, query="q=agents"),
     "topic-feed:atom": page(READ, kwargs=lambda w: SLUG),
     "papers:detail": page(READ, kwargs=lambda w: {"arxiv_id": w["paper"].arxiv_id}),
