@@ -12,9 +12,11 @@
   submitted date);
 - ``author`` / ``affiliation``: case-insensitive substring of an author's / affiliation's name;
 - ``withdrawn``: ``true`` or ``false``;
-- ``q``: full-text words over title and abstract (web-search syntax: ``"a phrase"``, ``or``,
-  ``-word``; PostgreSQL's English configuration over the stored ``search_vector``; a
-  case-insensitive substring on SQLite).
+- ``q``: full text over title and abstract in the query language of saved searches and topic
+  rules (``topics.tagging.rules``: words, ``"a phrase"``, ``prefix*``, ``AND``, ``OR``,
+  ``NOT``/``-word``, parentheses; PostgreSQL's English configuration over the stored
+  ``search_vector``; case-insensitive substrings on SQLite); a query that does not parse is
+  a 400 saying why and where (``topics.search.query_validate``).
 
 :class:`PaperOrderingFilter` takes ``ordering`` from :data:`ORDERING_FIELDS`. Every bad value
 is a 400 naming the parameter and what it allows. :class:`SearchFilter` is the paper filters
@@ -38,7 +40,7 @@ from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category
 from topics.models import Assignment, Topic
-from topics.search import MODES, full_text_match
+from topics.search import MODES, full_text_match, query_validate
 from topics.selectors import topic_by_slug
 
 __all__ = [
@@ -54,12 +56,11 @@ ORDERING_FIELDS = ("submitted", "-submitted", "updated", "-updated", "id", "-id"
 MAX_TEXT_LENGTH = 300
 
 
-# A word ending in "*": prefix search, which the websearch syntax does not have (PostgreSQL
-# would drop the "*" and look for the word itself, silently).
-_PREFIX_TERM = re.compile(r"\w\*")
 FULL_TEXT_HELP = (
-    'Full-text words over title and abstract ("a phrase", OR, -word); English stemming '
-    "matches word forms (agent finds agents). No prefix* here (saved searches take it)."
+    "Full text over title and abstract, in the query language of saved searches and topic rules: "
+    'words, "a phrase", prefix* (agent* finds agentic), AND (or a space), OR, NOT or -word, '
+    "parentheses; operators in capitals. English stemming matches word forms (agent finds "
+    "agents). A query that does not parse is a 400 saying why and at which position."
 )
 
 
@@ -80,20 +81,6 @@ def text_without_control_characters(value: str) -> None:
         raise forms.ValidationError(
             "Control character U+%(code)04X at position %(position)d is not allowed.",
             params={"code": ord(match.group()), "position": match.start()},
-        )
-
-
-def full_text_syntax_validate(value: str) -> None:
-    """Raise ``ValidationError`` naming the term when ``value`` asks for prefix search
-    (``agent*``), which :func:`full_text_match` cannot do."""
-    match = _PREFIX_TERM.search(value)
-    if match:
-        term = value[: match.end()].split()[-1].lstrip('-"(')
-        raise forms.ValidationError(
-            "Prefix search (%(term)s) is not supported here: write the whole word (on "
-            "PostgreSQL, English stemming matches its forms: agent finds agents). Saved "
-            "searches at /follows/ take prefix*.",
-            params={"term": term},
         )
 
 
@@ -212,7 +199,7 @@ class PaperFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(
         method="filter_q",
         max_length=MAX_TEXT_LENGTH,
-        validators=[full_text_syntax_validate],
+        validators=[query_validate],
         help_text=FULL_TEXT_HELP,
     )
 
@@ -338,7 +325,7 @@ class SearchFilter(PaperFilter):
         method="filter_search_q",
         required=True,
         max_length=MAX_TEXT_LENGTH,
-        validators=[full_text_syntax_validate, text_without_control_characters],
+        validators=[query_validate, text_without_control_characters],
         help_text=FULL_TEXT_HELP + " Up to 300 characters.",
     )
     mode = django_filters.ChoiceFilter(

@@ -13,9 +13,18 @@ def question_length_error(length: int) -> str | None:
     return f"Please keep the question to {limit} characters (it has {length})."
 
 
+def ask_placeholder(topic=None) -> str:
+    """The ask box's example question: about ``topic`` (a ``Topic``, its display name) when
+    given, else a question that fits any topic."""
+    if topic is None:
+        return "e.g. Which methods do the newest papers propose?"
+    return f"e.g. What are the main approaches in {topic.display_name}?"
+
+
 class AskForm(forms.Form):
     """``q``: the question, required, stripped, at most ``ASK_MAX_QUESTION_LENGTH``
-    characters (a longer one is refused with a message naming the limit)."""
+    characters (a longer one is refused with a message naming the limit). ``topic``: the topic
+    asked about, named in the box's example question (:func:`ask_placeholder`)."""
 
     q = forms.CharField(
         label="Your question",
@@ -23,11 +32,11 @@ class AskForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, topic=None, **kwargs):
         super().__init__(*args, **kwargs)
         widget = self.fields["q"].widget
         widget.attrs["maxlength"] = settings.ASK_MAX_QUESTION_LENGTH
-        widget.attrs["placeholder"] = "e.g. Which papers train agents with GRPO?"
+        widget.attrs["placeholder"] = ask_placeholder(topic)
 
     def clean_q(self):
         question = self.cleaned_data["q"]

@@ -27,7 +27,7 @@ def topic_ask(request, slug):
     if not isinstance(topic, Topic):
         return topic
     fragment = request.GET.get("fragment") == "1"
-    form = AskForm(request.GET if request.GET.get("q", "").strip() else None)
+    form = AskForm(request.GET if request.GET.get("q", "").strip() else None, topic=topic)
     context = {"topic": topic, "form": form, "answer": None, "fragment": fragment}
     status = 200
     retry_after = None

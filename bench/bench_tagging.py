@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="Also profile one first run with vectors in one process (cProfile, top 30 by own time).",
+        help="Also profile a first run with vectors, one process (cProfile, top 30 by own time).",
     )
     options = parser.parse_args()
     if options.smoke:

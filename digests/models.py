@@ -76,7 +76,8 @@ class DigestItem(models.Model):
 
     ``user`` repeats ``digest.user`` so that the database itself refuses the same paper twice
     across a user's digests. ``follow`` is kept null when the follow is later removed, so the
-    paper still counts as delivered.
+    paper still counts as delivered. ``for_you``: a pick of the digest's "For you" section
+    (``follows.for_you_selectors``; ``follow`` null), not a paper of a follow.
     """
 
     digest = models.ForeignKey(Digest, on_delete=models.CASCADE, related_name="items")
@@ -87,6 +88,7 @@ class DigestItem(models.Model):
     follow = models.ForeignKey(
         Follow, on_delete=models.SET_NULL, null=True, blank=True, related_name="digest_items"
     )
+    for_you = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["digest", "id"]

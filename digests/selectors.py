@@ -14,8 +14,9 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
+from follows.for_you_selectors import for_you_ranking, relevance_key, saved_closeness
 from follows.models import Follow
-from follows.selectors import follow_papers
+from follows.selectors import follow_papers, user_follow_matches
 from papers.duplicates import duplicate_twins, duplicates_collapse
 from topics.cards import PaperCard, paper_cards
 
@@ -108,7 +109,7 @@ def digest_new_papers(
     chosen: set[int] = set()
     result: dict[int, list[int]] = {}
     follows = Follow.objects.filter(user=user, digest_frequency=period).order_by("created_at", "pk")
-    for follow in follows.select_related("topic"):
+    for follow in follows.select_related("topic", "author"):
         since = (
             follow.created_at if previous is None else max(follow.created_at, previous - overlap)
         )
@@ -151,12 +152,19 @@ class DigestSection:
 
 def digest_sections(*, digest: Digest) -> list[DigestSection]:
     """The email content of ``digest`` from its stored items, one section per follow (topics
-    first, then saved searches, each by label), papers newest submitted first, at most
-    ``DIGESTS_PAPERS_PER_FOLLOW`` shown per follow. Two queries on PostgreSQL (the items with
-    their follows, and the cards: ``topics.cards.paper_cards``), five elsewhere, whatever the
-    number of papers."""
+    first, then authors, then saved searches, each by label), the "For you" picks left out
+    (:func:`digest_for_you_papers`), papers most relevant first
+    (``follows.for_you_selectors.relevance_key``: more of the reader's follows matching, then
+    closer to their saved papers, then newest submitted), at most
+    ``DIGESTS_PAPERS_PER_FOLLOW`` shown per follow. Nine queries on PostgreSQL at most (the
+    items with their follows, the cards: ``topics.cards.paper_cards``, the follows matching
+    them, the vectors), whatever the number of papers."""
     limit = settings.DIGESTS_PAPERS_PER_FOLLOW
-    items = list(DigestItem.objects.filter(digest=digest).select_related("follow", "follow__topic"))
+    items = list(
+        DigestItem.objects.filter(digest=digest, for_you=False).select_related(
+            "follow", "follow__topic", "follow__author"
+        )
+    )
     papers = {
         card.pk: card
         for card in paper_cards(paper_ids=list(dict.fromkeys(item.paper_id for item in items)))
@@ -174,14 +182,51 @@ def digest_sections(*, digest: Digest) -> list[DigestSection]:
         key=lambda s: (
             s.follow is None,
             s.follow is not None and s.follow.kind != "topic",
+            s.follow is not None and s.follow.kind != "author",
             s.label.casefold(),
         ),
     )
+    listed = list(papers)
+    matches = user_follow_matches(user=digest.user, paper_ids=listed) if listed else {}
+    closeness = saved_closeness(user=digest.user, paper_ids=listed)
     for section in ordered:
-        section.papers.sort(key=lambda p: (p.submitted, p.pk), reverse=True)
+        section.papers.sort(
+            key=lambda p: relevance_key(
+                matched_follows=len(matches.get(p.pk, [])),
+                closeness=closeness.get(p.pk),
+                submitted=p.submitted,
+                pk=p.pk,
+            )
+        )
         section.more = max(0, len(section.papers) - limit)
         section.papers = section.papers[:limit]
     return ordered
+
+
+def digest_for_you_picks(*, user, listed: dict[int, list[int]]) -> list[int]:
+    """The pks of up to ``DIGESTS_FOR_YOU_PICKS`` "For you" picks for ``user``'s digest, best
+    first (``follows.for_you_selectors.for_you_ranking``): never a paper of ``listed`` (the
+    digest's ``{follow pk: [paper pk, ...]}``), nor its twin stored under another id, nor a
+    paper an earlier digest sent. A fixed number of queries; empty when the setting is 0."""
+    count = settings.DIGESTS_FOR_YOU_PICKS
+    if not count:
+        return []
+    listed_ids = {pk for paper_ids in listed.values() for pk in paper_ids}
+    excluded = listed_ids | duplicate_twins(listed_ids)
+    excluded |= set(DigestItem.objects.filter(user=user).values_list("paper_id", flat=True))
+    ranking = for_you_ranking(user=user, exclude_ids=excluded)
+    return [pk for pk, _ in ranking.ranked if pk not in excluded][:count]
+
+
+def digest_for_you_papers(*, digest: Digest) -> list[PaperCard]:
+    """The cards of ``digest``'s stored "For you" picks, in the order they were picked. Two
+    queries on PostgreSQL."""
+    ids = list(
+        DigestItem.objects.filter(digest=digest, for_you=True)
+        .order_by("pk")
+        .values_list("paper_id", flat=True)
+    )
+    return paper_cards(paper_ids=ids) if ids else []
 
 
 def _section(follow: Follow | None) -> DigestSection:
@@ -193,5 +238,9 @@ def _section(follow: Follow | None) -> DigestSection:
     if follow.kind == Follow.Kind.TOPIC:
         return DigestSection(
             follow=follow, label=follow.label, url=site + follow.topic.get_absolute_url()
+        )
+    if follow.kind == Follow.Kind.AUTHOR:
+        return DigestSection(
+            follow=follow, label=follow.label, url=site + follow.author.get_absolute_url()
         )
     return DigestSection(follow=follow, label=follow.label, url=site + reverse("feed:index"))

@@ -4,7 +4,8 @@ How a digest is sent at most once (:func:`digest_send`):
 
 1. **Claim** (one transaction, the :class:`Digest` row locked): the row for (user, period,
    period_end) is made or found. A first attempt chooses the papers, stores them as
-   :class:`DigestItem` rows (unique per user and paper, so never twice) and the ``cutoff``; with
+   :class:`DigestItem` rows (unique per user and paper, so never twice), with up to
+   ``DIGESTS_FOR_YOU_PICKS`` "For you" picks the follows did not bring, and the ``cutoff``; with
    no papers the digest is ``empty`` and nothing is sent. Otherwise it becomes ``sending``
    (with ``sending_started_at``, one more ``attempts``, a ``message_id``) and commits.
 2. **Send**, outside any transaction: the email is rendered from the stored items and handed to
@@ -37,7 +38,12 @@ from django.utils import timezone
 from follows.models import Follow
 
 from .models import Digest, DigestItem
-from .selectors import digest_new_papers, digest_sections
+from .selectors import (
+    digest_for_you_papers,
+    digest_for_you_picks,
+    digest_new_papers,
+    digest_sections,
+)
 from .tokens import UnsubscribeTarget, unsubscribe_token_make
 
 logger = logging.getLogger(__name__)
@@ -136,8 +142,18 @@ def _digest_fill(*, digest: Digest, cutoff: dt.datetime) -> bool:
         ],
         ignore_conflicts=True,
     )
+    if chosen:
+        picks = digest_for_you_picks(user=digest.user, listed=chosen)
+        DigestItem.objects.bulk_create(
+            [
+                DigestItem(digest=digest, user_id=digest.user_id, paper_id=paper_id, for_you=True)
+                for paper_id in picks
+            ],
+            ignore_conflicts=True,
+        )
     digest.cutoff = cutoff
-    items = DigestItem.objects.filter(digest=digest)
+    # The counts (and the subject) are of the follows' papers; the picks come on top.
+    items = DigestItem.objects.filter(digest=digest, for_you=False)
     digest.paper_count = items.count()
     digest.follow_count = items.values("follow_id").distinct().count()
     host = urlsplit(settings.SITE_URL).hostname or "localhost"
@@ -182,6 +198,7 @@ def _digest_email(*, digest: Digest) -> EmailMultiAlternatives:
     user = digest.user
     site = settings.SITE_URL
     sections = digest_sections(digest=digest)
+    for_you = digest_for_you_papers(digest=digest)
     for section in sections:
         section.unsubscribe_url = (
             _unsubscribe_url(user=user, follow=section.follow) if section.follow else ""
@@ -191,6 +208,8 @@ def _digest_email(*, digest: Digest) -> EmailMultiAlternatives:
         "digest": digest,
         "user": user,
         "sections": sections,
+        "for_you": for_you,
+        "for_you_url": site + reverse("for_you:index"),
         "site_url": site,
         "manage_url": site + reverse("follows:list"),
         "unsubscribe_all_url": unsubscribe_all_url,
@@ -228,4 +247,4 @@ def digest_unsubscribe(*, target: UnsubscribeTarget) -> list[Follow]:
     follows.exclude(digest_frequency=Follow.Frequency.OFF).update(
         digest_frequency=Follow.Frequency.OFF, updated_at=timezone.now()
     )
-    return sorted(follows.select_related("topic"), key=lambda f: f.label.casefold())
+    return sorted(follows.select_related("topic", "author"), key=lambda f: f.label.casefold())

@@ -1,4 +1,5 @@
-"""Follows in the admin: who follows what, saved searches with their scopes, their matches."""
+"""Follows in the admin: who follows what (topics, authors), saved searches with their scopes,
+their matches."""
 
 from django.contrib import admin
 
@@ -7,11 +8,18 @@ from .models import Follow, SearchMatch
 
 @admin.register(Follow)
 class FollowAdmin(admin.ModelAdmin):
-    list_display = ("user", "kind", "topic", "query", "digest_frequency", "created_at")
+    list_display = ("user", "kind", "topic", "author", "query", "digest_frequency", "created_at")
     list_filter = ("kind", "digest_frequency")
-    list_select_related = ("user", "topic")
-    search_fields = ("user__username", "user__email", "topic__name", "topic__slug", "query")
-    raw_id_fields = ("user", "topic")
+    list_select_related = ("user", "topic", "author")
+    search_fields = (
+        "user__username",
+        "user__email",
+        "topic__name",
+        "topic__slug",
+        "author__name",
+        "query",
+    )
+    raw_id_fields = ("user", "topic", "author")
     filter_horizontal = ("topic_scope", "category_scope")
     readonly_fields = ("created_at", "updated_at")
     date_hierarchy = "created_at"

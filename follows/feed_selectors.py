@@ -7,7 +7,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet
+from django.db.models import Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.db.models.functions import Left
 from django.db.models.lookups import StartsWith
 
@@ -17,9 +17,10 @@ from topics.cards import CARD_ABSTRACT_CHARS, CARD_TITLE_CHARS, PaperCard, paper
 from topics.models import Topic
 from topics.selectors import topic_newest_paper_ids
 
+from .for_you_selectors import relevance_key, saved_closeness
 from .library_selectors import library_states
 from .models import Follow
-from .selectors import scoped_search_matches, user_follow_matches
+from .selectors import author_followed_paper_ids, scoped_search_matches, user_follow_matches
 
 # Authors named in an Atom entry; large collaborations list thousands.
 ATOM_AUTHORS = 10
@@ -41,7 +42,8 @@ class FeedPapers:
 
     Reads the ids once, on first use, in one query: the newest accepted assignments of each
     topic in the followed topics' subtrees and the saved searches' newest papers, merged (one
-    index range scan per topic, see ``topics.selectors.topic_newest_paper_ids``), then one
+    index range scan per topic, see ``topics.selectors.topic_newest_paper_ids``) with the
+    followed authors' papers, then one
     more to list a paper stored under two ids once (``papers.duplicates``). A slice
     then loads its cards in one query on PostgreSQL (``topics.cards.paper_cards``).
     """
@@ -62,7 +64,11 @@ class FeedPapers:
         ids = topic_newest_paper_ids(
             topic_ids=Topic.objects.filter(Exists(followed_above)),
             limit=FEED_MAX_PAPERS + 1,
-            extra_papers=Paper.objects.filter(pk__in=_search_paper_ids(user=self.user)),
+            # Saved searches' and followed authors' papers, merged in the same query.
+            extra_papers=Paper.objects.filter(
+                Q(pk__in=_search_paper_ids(user=self.user))
+                | Q(pk__in=author_followed_paper_ids(user=self.user))
+            ),
         )
         self.capped = len(ids) > FEED_MAX_PAPERS
         self._ids = duplicates_collapse(ids[:FEED_MAX_PAPERS])
@@ -155,4 +161,24 @@ def atom_papers(papers: QuerySet[Paper], *, limit: int = ATOM_ENTRIES) -> list[P
             "cross_lists",
             Prefetch("authorships", queryset=authorships, to_attr="atom_authorships"),
         )[:limit]
+    )
+
+
+def feed_rank(*, user, items: list[FeedItem]) -> list[FeedItem]:
+    """``items`` (one feed page) with each submitted day's papers most relevant to ``user``
+    first (``for_you_selectors.relevance_key``: more of their follows matching, then closer
+    to the papers they saved, then newest); the days keep their order, newest first. Three
+    queries at most, whatever the number of items."""
+    closeness = saved_closeness(user=user, paper_ids=[item.card.pk for item in items])
+    return sorted(
+        items,
+        key=lambda item: (
+            -item.card.submitted.toordinal(),
+            relevance_key(
+                matched_follows=len(item.matched_follows),
+                closeness=closeness.get(item.card.pk),
+                submitted=item.card.submitted,
+                pk=item.card.pk,
+            ),
+        ),
     )

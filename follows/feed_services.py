@@ -10,8 +10,10 @@ token made before.
 import datetime as dt
 import zlib
 
+from django.conf import settings
 from django.core import signing
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from .models import FeedState, new_private_feed_key
@@ -53,6 +55,16 @@ def private_feed_key_regenerate(*, user) -> FeedState:
     state.private_feed_key = new_private_feed_key()
     state.save(update_fields=["private_feed_key", "updated_at"])
     return state
+
+
+def private_feed_url(*, user, state: FeedState | None = None) -> str:
+    """The absolute address of ``user``'s private Atom feed (``SITE_URL`` + the feed path with
+    its signed token). Their :class:`FeedState` is ``state`` when the caller has it, else read
+    (created if missing). Records no visit."""
+    if state is None:
+        state = FeedState.objects.get_or_create(user=user)[0]
+    path = reverse("feed:atom", kwargs={"token": private_feed_token(state=state)})
+    return f"{settings.SITE_URL}{path}"
 
 
 def _signer() -> signing.Signer:

@@ -163,7 +163,7 @@ class PrivateAtomFeed(PaperFeed):
         return f"Your feed · topicsite ({state.user.get_username()})"
 
     def subtitle(self, state):
-        return "New papers in the topics and saved searches you follow."
+        return "New papers in the topics, authors and saved searches you follow."
 
     def link(self, state):
         return _absolute(reverse("feed:index"))

@@ -1,6 +1,7 @@
-"""What users follow: topics and saved searches, each with its own digest frequency.
+"""What users follow: topics, authors and saved searches, each with its own digest frequency.
 
-A :class:`Follow` is either a topic (``kind="topic"``, ``topic`` set) or a saved search
+A :class:`Follow` is a topic (``kind="topic"``, ``topic`` set), an author (``kind="author"``,
+``author`` set: the papers that author is credited on) or a saved search
 (``kind="search"``, ``query`` set in the topic-rule query language of :mod:`topics.tagging.rules`,
 optionally limited to some topics and/or categories). Papers that match a saved search are
 materialised in :class:`SearchMatch` when they are stored and when the search is created, so
@@ -13,17 +14,22 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from papers.models import Category, Paper
+from papers.models import Author, Category, Paper
 from topics.models import Topic
 from topicsite.models import TimeStampedModel
 
+# Quote marks a saved search may carry itself (the rule language's phrases, or typographic).
+QUOTE_MARKS = ('"', "“", "”", "„", "«", "»")
+
 
 class Follow(TimeStampedModel):
-    """``user`` follows ``topic`` or a saved search ``query`` (one row per topic or query)."""
+    """``user`` follows ``topic``, ``author`` or a saved search ``query`` (one row per topic,
+    author or query)."""
 
     class Kind(models.TextChoices):
         TOPIC = "topic", "Topic"
         SEARCH = "search", "Saved search"
+        AUTHOR = "author", "Author"
 
     class Frequency(models.TextChoices):
         DAILY = "daily", "Daily"
@@ -38,6 +44,9 @@ class Follow(TimeStampedModel):
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.TOPIC)
     topic = models.ForeignKey(
         Topic, on_delete=models.CASCADE, related_name="follows", null=True, blank=True
+    )
+    author = models.ForeignKey(
+        Author, on_delete=models.CASCADE, related_name="follows", null=True, blank=True
     )
     query = models.CharField(
         max_length=QUERY_MAX_LENGTH,
@@ -73,10 +82,16 @@ class Follow(TimeStampedModel):
                 condition=Q(kind="search"),
                 name="unique_user_search_follow",
             ),
+            models.UniqueConstraint(
+                fields=["user", "author"],
+                condition=Q(author__isnull=False),
+                name="unique_user_author_follow",
+            ),
             models.CheckConstraint(
                 condition=(
-                    Q(kind="topic", topic__isnull=False, query="")
-                    | (Q(kind="search", topic__isnull=True) & ~Q(query=""))
+                    Q(kind="topic", topic__isnull=False, author__isnull=True, query="")
+                    | Q(kind="author", author__isnull=False, topic__isnull=True, query="")
+                    | (Q(kind="search", topic__isnull=True, author__isnull=True) & ~Q(query=""))
                 ),
                 name="follow_kind_matches_fields",
             ),
@@ -87,9 +102,15 @@ class Follow(TimeStampedModel):
 
     @property
     def label(self) -> str:
-        """What is followed, as shown to the user: the topic's name or the quoted query."""
+        """What is followed, as shown to the user: the topic's or author's name, or the query
+        in quotes (“agent training”); a query with quote marks of its own (``"tool use"
+        agent*``) is shown as it is, so no phrase ends up in two pairs of quotes."""
         if self.kind == self.Kind.TOPIC:
             return self.topic.display_name
+        if self.kind == self.Kind.AUTHOR:
+            return self.author.name
+        if any(mark in self.query for mark in QUOTE_MARKS):
+            return self.query
         return f"“{self.query}”"
 
 
@@ -101,6 +122,7 @@ class SearchMatch(models.Model):
     matched_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "search matches"
         constraints = [
             models.UniqueConstraint(fields=["follow", "paper"], name="unique_search_match"),
         ]
@@ -174,3 +196,27 @@ class LibraryItem(models.Model):
     @property
     def is_read(self) -> bool:
         return self.read_at is not None
+
+
+# --- "For you" (/for-you/) -------------------------------------------------------------------
+
+
+class ForYouFeedback(models.Model):
+    """``user`` pressed "Not interested" on ``paper`` among their "for you" picks at
+    ``created``: the paper is hidden from their picks and counts as a negative example when
+    they are ranked (``follows.for_you_selectors``). One row per (user, paper)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="for_you_feedback"
+    )
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="for_you_feedback")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "paper"], name="unique_user_for_you_feedback"),
+        ]
+
+    def __str__(self):
+        return f"{self.user} is not interested in {self.paper_id}"

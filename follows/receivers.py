@@ -2,11 +2,18 @@
 
 from django.dispatch import receiver
 
-from papers.signals import papers_stored
+from papers.signals import authors_merged, papers_stored
 from topics.signals import topics_merged
 
 from .models import Follow
-from .services import follows_move
+from .services import follows_author_move, follows_move
+
+
+@receiver(authors_merged, dispatch_uid="follows.move_follows_of_merged_authors")
+def move_follows_of_merged_authors(sender, source_ids: list[int], target_id: int, **kwargs) -> int:
+    """A curator merged the authors ``source_ids`` into ``target_id`` (inside the merge's
+    transaction): their followers now follow the survivor. Returns the number moved."""
+    return follows_author_move(source_ids=source_ids, target_id=target_id)
 
 
 @receiver(topics_merged, dispatch_uid="follows.move_follows_of_merged_topic")

@@ -7,7 +7,8 @@ descendant (as on the topic page). The papers of a **saved search** are its stor
 (``SearchMatch``: query and category scope) that, when the search has a topic scope, also have
 an accepted assignment in one of its topics or their descendants (applied here, so tagging
 that finishes after matching and later curator decisions count). Withdrawn papers are kept
-(cards mark them).
+(cards mark them). The papers of an **author follow** are the papers that author is credited on
+(its authorships; a curator's merge moves those of its name variants to it).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.lookups import StartsWith
 from django.utils import timezone
 
-from papers.models import Paper
+from papers.models import Authorship, Paper
 from topics.models import Assignment, Topic
 from topics.selectors import topic_papers
 
@@ -28,6 +29,8 @@ from .models import Follow, SearchMatch
 
 __all__ = [
     "EXPORT_VERSION",
+    "author_follower_count",
+    "author_followed_paper_ids",
     "follow_papers",
     "follower_count",
     "follows_export",
@@ -68,12 +71,22 @@ def _arrived_since(papers: QuerySet[Paper], since: dt.datetime | dt.date | None)
     return papers.filter(created_at__gte=since)
 
 
+def author_followed_paper_ids(*, user) -> QuerySet:
+    """The pks of papers credited to an author ``user`` follows, as a ``values("paper_id")``
+    subquery over authorships (no query until evaluated; may repeat a paper)."""
+    followed = Follow.objects.filter(user=user, kind=Follow.Kind.AUTHOR).values("author_id")
+    return Authorship.objects.filter(author_id__in=followed).values("paper_id")
+
+
 def follow_papers(*, follow: Follow) -> QuerySet[Paper]:
-    """The papers of ``follow`` (topic or saved search, see the module docstring) that count
-    (neither withdrawn nor deleted), distinct, newest first (submitted descending, then id
-    descending). One query when evaluated."""
+    """The papers of ``follow`` (topic, author or saved search, see the module docstring) that
+    count (neither withdrawn nor deleted), distinct, newest first (submitted descending, then
+    id descending). One query when evaluated."""
     if follow.kind == Follow.Kind.TOPIC:
         return topic_papers(topic=follow.topic)
+    if follow.kind == Follow.Kind.AUTHOR:
+        credited = Authorship.objects.filter(author_id=follow.author_id).values("paper_id")
+        return Paper.objects.live().filter(pk__in=credited).newest_first()
     matches = scoped_search_matches().filter(follow_id=follow.pk).values("paper_id")
     return Paper.objects.live().filter(pk__in=matches).newest_first()
 
@@ -82,8 +95,8 @@ def user_papers(*, user, since: dt.datetime | dt.date | None = None) -> QuerySet
     """Distinct papers of any of ``user``'s follows that count (neither withdrawn nor
     deleted), newest first (submitted descending, then id descending); with ``since``, only
     papers stored (``Paper.created_at``) at or after it. One SQL query: ``IN`` subqueries
-    over accepted assignments under the followed topics' paths and over the scoped search
-    matches. Chainable (filters, slicing)."""
+    over accepted assignments under the followed topics' paths, over the followed authors'
+    authorships and over the scoped search matches. Chainable (filters, slicing)."""
     # The followed topics' subtrees first (few rows), then their accepted assignments through
     # the (topic, state) index.
     followed_above = Follow.objects.filter(
@@ -100,20 +113,28 @@ def user_papers(*, user, since: dt.datetime | dt.date | None = None) -> QuerySet
         .filter(follow__user=user, follow__kind=Follow.Kind.SEARCH)
         .values("paper_id")
     )
-    papers = Paper.objects.live().filter(Q(pk__in=topic_paper_ids) | Q(pk__in=search_paper_ids))
+    papers = Paper.objects.live().filter(
+        Q(pk__in=topic_paper_ids)
+        | Q(pk__in=search_paper_ids)
+        | Q(pk__in=author_followed_paper_ids(user=user))
+    )
     return _arrived_since(papers, since).newest_first()
 
 
+_KIND_ORDER = {Follow.Kind.TOPIC: 0, Follow.Kind.AUTHOR: 1, Follow.Kind.SEARCH: 2}
+
+
 def _follow_sort_key(follow: Follow):
-    return (follow.kind != Follow.Kind.TOPIC, follow.label.casefold(), follow.pk)
+    return (_KIND_ORDER.get(follow.kind, 3), follow.label.casefold(), follow.pk)
 
 
 def user_follows(*, user) -> list[Follow]:
-    """``user``'s follows for display: topics first, then saved searches, each by label;
-    ``topic``, ``topic_scope`` and ``category_scope`` loaded. Three queries."""
+    """``user``'s follows for display: topics first, then authors, then saved searches, each
+    by label; ``topic``, ``author``, ``topic_scope`` and ``category_scope`` loaded. Three
+    queries."""
     follows = (
         Follow.objects.filter(user=user)
-        .select_related("topic")
+        .select_related("topic", "author")
         .prefetch_related("topic_scope", "category_scope")
     )
     return sorted(follows, key=_follow_sort_key)
@@ -126,15 +147,17 @@ def user_follow_matches(
     since: dt.datetime | dt.date | None = None,
 ) -> dict[int, list[Follow]]:
     """Which of ``user``'s follows matched each paper: ``{paper pk: [Follow, ...]}`` (follows
-    ordered topics first, then saved searches, each by label; ``topic`` and ``topic_scope``
-    loaded), only papers that at least one follow matched.
+    ordered topics first, then authors, then saved searches, each by label; ``topic``,
+    ``author`` and ``topic_scope`` loaded), only papers that at least one follow matched.
 
     ``paper_ids``: the papers to look at (e.g. one feed page); ``None`` means every paper of
     :func:`user_papers` (with ``since``). ``since`` keeps papers stored at or after it. At most
-    five queries whatever the number of papers or follows.
+    five queries whatever the number of papers or follows, six when the user follows authors.
     """
     follows = sorted(
-        Follow.objects.filter(user=user).select_related("topic").prefetch_related("topic_scope"),
+        Follow.objects.filter(user=user)
+        .select_related("topic", "author")
+        .prefetch_related("topic_scope"),
         key=_follow_sort_key,
     )
     if not follows:
@@ -164,6 +187,15 @@ def user_follow_matches(
             )
         )
 
+    author_ids = [f.author_id for f in follows if f.kind == Follow.Kind.AUTHOR]
+    credited = set()
+    if author_ids:
+        credited = set(
+            Authorship.objects.filter(author_id__in=author_ids, paper_id__in=ids).values_list(
+                "paper_id", "author_id"
+            )
+        )
+
     def under(paper_id: int, topics: Iterable[Topic]) -> bool:
         prefixes = tuple(t.path for t in topics if t.path)
         return bool(prefixes) and any(p.startswith(prefixes) for p in paths[paper_id])
@@ -174,6 +206,8 @@ def user_follow_matches(
         for follow in follows:
             if follow.kind == Follow.Kind.TOPIC:
                 hit = under(paper_id, [follow.topic])
+            elif follow.kind == Follow.Kind.AUTHOR:
+                hit = (paper_id, follow.author_id) in credited
             else:
                 scope = follow.topic_scope.all()
                 hit = (paper_id, follow.pk) in matched and (not scope or under(paper_id, scope))
@@ -189,11 +223,17 @@ def follower_count(*, topic: Topic) -> int:
     return Follow.objects.filter(topic=topic, kind=Follow.Kind.TOPIC).count()
 
 
+def author_follower_count(*, author) -> int:
+    """How many users follow ``author``. One query."""
+    return Follow.objects.filter(author=author, kind=Follow.Kind.AUTHOR).count()
+
+
 def follows_export(*, user) -> dict:
     """``user``'s follows as the export file holds them (JSON-ready)::
 
         {"version": 1, "exported_at": "2026-11-30T04:15:24+00:00",
          "follows": [{"kind": "topic", "topic": slug, "digest_frequency": "weekly"},
+                     {"kind": "author", "author": id, "name": str, "digest_frequency": "off"},
                      {"kind": "search", "query": str, "topics": [slug, ...],
                       "categories": [code, ...], "digest_frequency": "daily"}]}
 
@@ -202,7 +242,7 @@ def follows_export(*, user) -> dict:
     """
     follows = (
         Follow.objects.filter(user=user)
-        .select_related("topic")
+        .select_related("topic", "author")
         .prefetch_related("topic_scope", "category_scope")
         .order_by("created_at", "pk")
     )
@@ -213,6 +253,15 @@ def follows_export(*, user) -> dict:
                 {
                     "kind": follow.kind,
                     "topic": follow.topic.slug,
+                    "digest_frequency": follow.digest_frequency,
+                }
+            )
+        elif follow.kind == Follow.Kind.AUTHOR:
+            entries.append(
+                {
+                    "kind": follow.kind,
+                    "author": follow.author_id,
+                    "name": follow.author.name,
                     "digest_frequency": follow.digest_frequency,
                 }
             )

@@ -30,7 +30,7 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from papers.models import Category, Paper
+from papers.models import Author, Category, Paper
 from papers.taxonomy import UnknownCategory, canonical_category
 from topics.models import Topic, TopicRedirect
 from topics.tagging.classifier import paper_text
@@ -42,10 +42,13 @@ from .selectors import EXPORT_VERSION
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "follow_author_create",
+    "follow_author_delete",
     "follow_create",
     "follow_delete",
     "follow_search_create",
     "follow_update",
+    "follows_author_move",
     "follows_import",
     "follows_move",
     "search_matches_backfill",
@@ -114,6 +117,61 @@ def follows_move(*, source_id: int, target_id: int) -> int:
     return Follow.objects.filter(topic_id=source_id).update(
         topic_id=target_id, updated_at=timezone.now()
     )
+
+
+# --- author follows --------------------------------------------------------------------------
+
+
+def author_current(author: Author) -> Author:
+    """The author a follow of ``author`` should name: ``author``, or the survivor a curator
+    merged it into (``Author.merged_into``; one query then)."""
+    if author.merged_into_id is None:
+        return author
+    return Author.objects.get(pk=author.merged_into_id)
+
+
+@transaction.atomic
+def follow_author_create(*, user, author: Author, digest_frequency: str | None = None) -> Follow:
+    """Make ``user`` follow ``author`` (a merged-away variant: the author it was merged into)
+    and return the :class:`Follow`: the papers that author is credited on reach the feed, the
+    private Atom feed and the digests, as a topic's do.
+
+    ``digest_frequency`` (``daily``/``weekly``/``off``) applies to a new follow only; default
+    weekly. Idempotent: following an author already followed returns the existing row
+    unchanged (the unique (user, author) constraint settles concurrent requests). Raises
+    ``ValidationError`` for an unknown frequency.
+    """
+    frequency = _clean_frequency(digest_frequency)
+    follow, _ = Follow.objects.get_or_create(
+        user=user,
+        author=author_current(author),
+        defaults={"kind": Follow.Kind.AUTHOR, "digest_frequency": frequency},
+    )
+    return follow
+
+
+@transaction.atomic
+def follow_author_delete(*, user, author: Author) -> None:
+    """Make ``user`` stop following ``author``; nothing happens when they do not."""
+    Follow.objects.filter(user=user, author=author).delete()
+
+
+@transaction.atomic
+def follows_author_move(*, source_ids: list[int], target_id: int) -> int:
+    """Move every follow of the authors ``source_ids`` (pks) to author ``target_id``, as
+    :func:`follows_move` does for topics: a user who already follows the target (or two of the
+    sources) keeps one follow, the oldest; the others move, keeping when they began. Returns
+    the number of follows moved. Idempotent."""
+    moved = 0
+    kept_users = set(Follow.objects.filter(author_id=target_id).values_list("user_id", flat=True))
+    for follow in Follow.objects.filter(author_id__in=source_ids).order_by("created_at", "pk"):
+        if follow.user_id in kept_users:
+            follow.delete()
+            continue
+        kept_users.add(follow.user_id)
+        Follow.objects.filter(pk=follow.pk).update(author_id=target_id, updated_at=timezone.now())
+        moved += 1
+    return moved
 
 
 def _clean_frequency(value: str | None, *, required: bool = False) -> str:
@@ -441,6 +499,8 @@ def _entry_name(index: int, entry: object) -> str:
             return f"entry {index} (topic {entry['topic']!r})"
         if entry.get("kind") == Follow.Kind.SEARCH and isinstance(entry.get("query"), str):
             return f"entry {index} (search {entry['query'][:60]!r})"
+        if entry.get("kind") == Follow.Kind.AUTHOR and isinstance(entry.get("author"), int):
+            return f"entry {index} (author {entry['author']})"
     return f"entry {index}"
 
 
@@ -458,8 +518,9 @@ def _string_list(entry: dict, key: str) -> list[str]:
 
 
 def _import_entry(entry: object):
-    """Check one entry of an import file; returns ("topic", Topic, frequency) or
-    ("search", _CleanSearch, frequency); raises ``ValidationError`` saying what is wrong."""
+    """Check one entry of an import file; returns ("topic", Topic, frequency), ("author",
+    Author, frequency) or ("search", _CleanSearch, frequency); raises ``ValidationError``
+    saying what is wrong."""
     if not isinstance(entry, dict):
         raise ValidationError("must be an object")
     for key, value in entry.items():
@@ -483,7 +544,15 @@ def _import_entry(entry: object):
             categories=_string_list(entry, "categories"),
         )
         return kind, search, frequency
-    raise ValidationError(f"'kind' must be 'topic' or 'search', not {kind!r}")
+    if kind == Follow.Kind.AUTHOR:
+        author_id = entry.get("author")
+        if not isinstance(author_id, int) or isinstance(author_id, bool):
+            raise ValidationError("'author' must be an author id (a whole number)")
+        author = Author.objects.filter(pk=author_id).first()
+        if author is None:
+            raise ValidationError(f"unknown author {author_id}")
+        return kind, author, frequency
+    raise ValidationError(f"'kind' must be 'topic', 'author' or 'search', not {kind!r}")
 
 
 def _messages(error: ValidationError) -> str:
@@ -544,6 +613,8 @@ def follows_import(*, user, content: bytes) -> int:
     for kind, target, frequency in cleaned:
         if kind == Follow.Kind.TOPIC:
             follow_create(user=user, topic=target, digest_frequency=frequency)
+        elif kind == Follow.Kind.AUTHOR:
+            follow_author_create(user=user, author=target, digest_frequency=frequency)
         else:
             _search_follow_save(user=user, search=target, digest_frequency=frequency)
     return Follow.objects.filter(user=user).count() - before

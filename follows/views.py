@@ -1,4 +1,5 @@
-"""Follow pages: follow a topic from its page (plain form, or JSON for ``static/js/follow.js``),
+"""Follow pages: follow a topic or an author from its page (plain form, or JSON for
+``static/js/follow.js``),
 the user's follows page with saved searches and digest frequencies, export and import.
 
 Every view that changes something is a POST; a follow id that is not the user's own is a 404.
@@ -18,12 +19,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from papers.models import Author
 from topics.models import Topic
 
 from . import selectors
+from .feed_services import private_feed_url
 from .forms import DigestFrequencyForm, ImportForm, SavedSearchForm
 from .models import Follow
 from .services import (
+    follow_author_create,
+    follow_author_delete,
     follow_create,
     follow_delete,
     follow_search_create,
@@ -59,18 +64,19 @@ def follow_toggle(request, slug):
     same state; without ``action`` the current state is flipped. A plain form submission goes
     back to the topic page; a request that asks for JSON (``Accept: application/json``) gets
     ``{"following": bool, "follower_count": int}``. Anonymous users are sent to the login page
-    with ``next`` set to the topic page (JSON: 401 with ``{"error", "login_url"}``).
+    with ``next`` set to the topic's follow confirmation page (:func:`follow_confirm`), so the
+    intent survives the log-in (JSON: 401 with ``{"error", "login_url"}``).
     404 for an unknown or inactive topic, 400 for any other ``action``; GET is 405.
     """
     topic = get_object_or_404(Topic.objects.active(), slug=slug)
     wants_json = _wants_json(request)
     if not request.user.is_authenticated:
         if wants_json:
-            login_url = redirect_to_login(topic.get_absolute_url())["Location"]
+            login_url = redirect_to_login(_confirm_path(topic))["Location"]
             return JsonResponse(
                 {"error": "Log in to follow topics.", "login_url": login_url}, status=401
             )
-        return redirect_to_login(topic.get_absolute_url())
+        return redirect_to_login(_confirm_path(topic))
     action = request.POST.get("action")
     if action is None:
         following = Follow.objects.filter(user=request.user, topic=topic).exists()
@@ -96,14 +102,76 @@ def follow_toggle(request, slug):
     return redirect(topic)
 
 
+def _confirm_path(topic: Topic) -> str:
+    return reverse("follows:confirm", kwargs={"slug": topic.slug})
+
+
+@require_GET
+@login_required
+def follow_confirm(request, slug):
+    """GET ``/follows/topics/<slug>/confirm/``: "Follow <topic>?" with the POST form that
+    follows it (then back to the topic page), or, when the user follows it already, a note
+    and a link back. Where a signed-out reader's "Follow this topic" leads after logging in
+    (the log-in page's ``next``): the intent is kept, and the follow itself stays a POST with a
+    CSRF token. Anonymous: to the log-in page and back here; unknown or inactive topic: 404.
+    """
+    topic = get_object_or_404(Topic.objects.active(), slug=slug)
+    following = Follow.objects.filter(user=request.user, topic=topic).exists()
+    return render(request, "follows/follow_confirm.html", {"topic": topic, "following": following})
+
+
+@require_POST
+def follow_author_toggle(request, pk):
+    """POST ``/follows/authors/<pk>/``: follow or unfollow an author, as
+    :func:`follow_toggle` does a topic (``action`` = ``follow`` or ``unfollow``, or none to
+    flip; JSON ``{"following": bool, "follower_count": int}`` when asked for; anonymous users
+    to the login page, JSON 401). Following a merged-away author follows the author it was
+    merged into. 404 for an unknown author, 400 for any other ``action``; GET is 405.
+    """
+    author = get_object_or_404(Author, pk=pk)
+    wants_json = _wants_json(request)
+    if not request.user.is_authenticated:
+        if wants_json:
+            login_url = redirect_to_login(author.get_absolute_url())["Location"]
+            return JsonResponse(
+                {"error": "Log in to follow authors.", "login_url": login_url}, status=401
+            )
+        return redirect_to_login(author.get_absolute_url())
+    action = request.POST.get("action")
+    if action is None:
+        following = Follow.objects.filter(user=request.user, author=author).exists()
+        action = "unfollow" if following else "follow"
+    if action == "follow":
+        author = follow_author_create(user=request.user, author=author).author
+        message = f"You now follow {author.name}."
+    elif action == "unfollow":
+        follow_author_delete(user=request.user, author=author)
+        message = f"You no longer follow {author.name}."
+    else:
+        if wants_json:
+            return JsonResponse({"error": "action must be 'follow' or 'unfollow'."}, status=400)
+        return HttpResponseBadRequest("action must be 'follow' or 'unfollow'.")
+    if wants_json:
+        return JsonResponse(
+            {
+                "following": action == "follow",
+                "follower_count": selectors.author_follower_count(author=author),
+            }
+        )
+    messages.success(request, message)
+    return redirect(author)
+
+
 def _render_list(request, *, search_form=None, import_form=None, status=200):
     follows = selectors.user_follows(user=request.user)
     context = {
         "topic_follows": [f for f in follows if f.kind == Follow.Kind.TOPIC],
+        "author_follows": [f for f in follows if f.kind == Follow.Kind.AUTHOR],
         "search_follows": [f for f in follows if f.kind == Follow.Kind.SEARCH],
         "frequencies": Follow.Frequency.choices,
         "search_form": search_form or SavedSearchForm(),
         "import_form": import_form or ImportForm(),
+        "private_feed_url": private_feed_url(user=request.user),
     }
     return render(request, "follows/follow_list.html", context, status=status)
 
@@ -111,8 +179,8 @@ def _render_list(request, *, search_form=None, import_form=None, status=200):
 @require_GET
 @login_required
 def follow_list(request):
-    """GET ``/follows/``: the user's followed topics and saved searches, each with its digest
-    frequency and an unfollow button; forms to add a saved search and to import follows.
+    """GET ``/follows/``: the user's followed topics, authors and saved searches, each with its
+    digest frequency and an unfollow button; forms to add a saved search and to import follows.
     A fixed number of queries whatever the number of follows."""
     return _render_list(request)
 
@@ -155,7 +223,9 @@ def follow_frequency(request, pk):
     """POST ``/follows/<pk>/frequency/``: set one of the user's follows' digest frequency
     (``daily``, ``weekly``, ``off``). 404 for a follow that is not the user's, 400 for a bad
     value."""
-    follow = get_object_or_404(Follow.objects.select_related("topic"), pk=pk, user=request.user)
+    follow = get_object_or_404(
+        Follow.objects.select_related("topic", "author"), pk=pk, user=request.user
+    )
     form = DigestFrequencyForm(request.POST)
     if not form.is_valid():
         return HttpResponseBadRequest("digest_frequency must be daily, weekly or off.")
@@ -169,9 +239,11 @@ def follow_frequency(request, pk):
 @require_POST
 @_login_required_post
 def follow_remove(request, pk):
-    """POST ``/follows/<pk>/delete/``: unfollow one of the user's follows (topic or saved
-    search). 404 for a follow that is not the user's."""
-    follow = get_object_or_404(Follow.objects.select_related("topic"), pk=pk, user=request.user)
+    """POST ``/follows/<pk>/delete/``: unfollow one of the user's follows (topic, author or
+    saved search). 404 for a follow that is not the user's."""
+    follow = get_object_or_404(
+        Follow.objects.select_related("topic", "author"), pk=pk, user=request.user
+    )
     follow_delete(user=request.user, follow=follow)
     messages.success(request, f"You no longer follow {follow.label}.")
     return redirect("follows:list")

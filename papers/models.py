@@ -7,6 +7,8 @@ from django.db import models
 from django.db.models.expressions import Col
 from django.db.models.functions import Greatest, Least
 from django.urls import reverse
+from django.utils.text import slugify
+from simple_history.models import HistoricalRecords
 
 from papers.parsers import split_dois
 from topicsite.models import TimeStampedModel
@@ -227,19 +229,58 @@ class PaperVersion(models.Model):
         return f"{self.paper.identifier}v{self.number}"
 
 
+def author_slug(name: str) -> str:
+    """The cosmetic part of an author page's address: ``name`` in ASCII lowercase words
+    (``naoum-c-bacalis``), at most 80 characters; ``author`` for a name with no Latin letters
+    or digits."""
+    return slugify(name)[:80].strip("-") or "author"
+
+
 class Author(models.Model):
-    """A person by the display name sources give (``Naoum C. Bacalis``)."""
+    """A person by the display name sources give (``Naoum C. Bacalis``).
+
+    Name variants of one person (initials, accents, "Jr.") are separate rows until a curator
+    merges them (``papers.author_services.authors_merge``; nothing merges them by itself): a
+    merged-away author keeps its row and name as a **variant** of the survivor,
+    ``merged_into``. Its authorships have moved to the survivor, its page address redirects
+    there, and ingestion that meets its name again credits the survivor. ``merged_into`` always
+    names an author that is not itself merged (merges flatten chains). Edits, merges and
+    splits are in ``history`` (django-simple-history), with who did them and why.
+    """
 
     name = models.CharField(max_length=300, unique=True)
     keyname = models.CharField(max_length=200, blank=True)
     forenames = models.CharField(max_length=200, blank=True)
     suffix = models.CharField(max_length=50, blank=True)
+    merged_into = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="variants",
+        help_text="Set by a curator's merge: this name is a variant of that author.",
+    )
+
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(merged_into=models.F("id")), name="author_not_merged_into_self"
+            ),
+        ]
 
     def __str__(self):
         return self.name
+
+    def get_absolute_url(self):
+        return reverse("authors:detail", kwargs={"pk": self.pk, "slug": self.slug})
+
+    @property
+    def slug(self) -> str:
+        """The cosmetic part of the page address (:func:`author_slug` of the name)."""
+        return author_slug(self.name)
 
 
 class Affiliation(models.Model):

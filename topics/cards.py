@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
-from django.db.models import OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Left
 from django.urls import reverse
 
-from papers.models import Authorship, Paper, PaperAffiliation
+from papers.models import Authorship, Category, Paper, PaperAffiliation, author_slug
 
 from .models import Assignment, Topic
 from .selectors import (
@@ -33,6 +33,7 @@ __all__ = [
     "CARD_ABSTRACT_CHARS",
     "CARD_SHOWN",
     "CARD_TITLE_CHARS",
+    "CardAuthor",
     "CardTopic",
     "PaperCard",
     "TopicCardPage",
@@ -40,6 +41,7 @@ __all__ = [
     "card_rows_postgresql",
     "clip_text",
     "paper_cards",
+    "specific_chips",
     "topic_card_page",
     "url_maker",
 ]
@@ -51,6 +53,8 @@ CARD_SHOWN = 3
 # record is cut.
 CARD_TITLE_CHARS = 500
 CARD_ABSTRACT_CHARS = 4000
+# The abstract's excerpt in a digest email or a list of picks (PaperCard.excerpt).
+EXCERPT_CHARS = 300
 
 
 def clip_text(text: str, limit: int) -> tuple[str, bool]:
@@ -75,6 +79,14 @@ class CardTopic:
     url: str
 
 
+@dataclass(frozen=True)
+class CardAuthor:
+    """An author named on a card: the ``name`` and the author page's ``url`` (a path)."""
+
+    name: str
+    url: str
+
+
 @dataclass
 class PaperCard:
     """What a paper card shows, as plain data (no model instances: building 30 papers with
@@ -82,8 +94,10 @@ class PaperCard:
 
     ``url``: the paper page's path; ``primary_category``: its arXiv code (``"cs.CL"``);
     ``authors`` / ``affiliations``: the first ``CARD_SHOWN`` names by position, of
-    ``author_count`` / ``affiliation_count`` in all; ``topics``: the accepted assignments to
-    active topics, by topic name; ``created_at``: when the paper was stored (the feed marks
+    ``author_count`` / ``affiliation_count`` in all; ``author_links``: the same authors as
+    :class:`CardAuthor` (name and page); ``topics``: the accepted assignments to
+    active topics, by topic name, the most specific only (see :func:`specific_chips`);
+    ``created_at``: when the paper was stored (the feed marks
     papers stored before a visit as seen). ``title`` and ``abstract`` are clipped to
     :data:`CARD_TITLE_CHARS` / :data:`CARD_ABSTRACT_CHARS` (``title_clipped`` /
     ``abstract_clipped`` tell; the paper's page at ``url`` shows them whole).
@@ -103,6 +117,7 @@ class PaperCard:
     author_count: int
     affiliation_count: int
     authors: list[str] = field(default_factory=list)
+    author_links: list[CardAuthor] = field(default_factory=list)
     affiliations: list[str] = field(default_factory=list)
     topics: list[CardTopic] = field(default_factory=list)
     created_at: dt.datetime | None = None
@@ -111,6 +126,12 @@ class PaperCard:
     title_html: str | None = None
     abstract_html: str | None = None
     teaser_html: str | None = None
+
+    @property
+    def excerpt(self) -> str:
+        """The abstract trimmed for a digest or a list: at most :data:`EXCERPT_CHARS`
+        characters cut on a word boundary, then "…" (``clip_text``); whole when shorter."""
+        return clip_text(self.abstract, EXCERPT_CHARS)[0]
 
     @property
     def more_authors(self) -> int:
@@ -140,6 +161,32 @@ def url_maker(view_name: str, kwarg: str, *, sample: str | int = _URL_MARKER):
     return make
 
 
+def specific_chips(chips: list[tuple[str, str, str, bool]]) -> list[tuple[str, str]]:
+    """The chips a card shows, ``(topic name, slug)`` in the given order, from one paper's
+    ``(name, slug, path, group-level)`` chips: a topic that is an ancestor of another chip's
+    topic is left out (the child says more), and so is a group-level topic (a root named as an
+    arXiv group, "Computer Science", which a demo taxonomy's category rule puts on every paper
+    of the group) when the card has another chip. A paper whose only chips are broad keeps
+    them, so no tagged paper loses all its chips."""
+    # A path is the ids from the root down, "3/17/": all but the last are ancestors.
+    ancestors = {pk for _, _, path, _ in chips for pk in path.rstrip("/").split("/")[:-1]}
+    shown = [chip for chip in chips if chip[2].rstrip("/").rpartition("/")[2] not in ancestors]
+    specific = [chip for chip in shown if not chip[3]]
+    return [(name, slug) for name, slug, _, _ in (specific or shown)]
+
+
+def author_url_maker():
+    """A function ``(pk, name) -> the author page's path`` (``/authors/<pk>-<slug>/``, as
+    ``Author.get_absolute_url``) that reverses once."""
+    address = reverse("authors:detail", kwargs={"pk": 0, "slug": _URL_MARKER})
+    prefix, _, suffix = address.rpartition(f"0-{_URL_MARKER}")
+
+    def make(pk: int, name: str) -> str:
+        return f"{prefix}{pk}-{author_slug(name)}{suffix}"
+
+    return make
+
+
 def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
     """:class:`PaperCard` of the papers ``paper_ids``, in that order (unknown ids left out):
     the first ``CARD_SHOWN`` authors and affiliations by position, the chips (accepted
@@ -157,6 +204,7 @@ def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
     paper_url = url_maker("papers:detail", "arxiv_id")
     local_paper_url = url_maker("papers:detail-local", "pk", sample=0)
     topic_url = url_maker("topics:detail", "slug")
+    author_url = author_url_maker()
     cards = {}
     for (
         pk,
@@ -187,9 +235,13 @@ def paper_cards(*, paper_ids: list[int]) -> list[PaperCard]:
             primary_category=code,
             author_count=author_count,
             affiliation_count=affiliation_count,
-            authors=list(authors),
+            authors=[name for name, _ in authors],
+            author_links=[CardAuthor(name=name, url=author_url(pk, name)) for name, pk in authors],
             affiliations=list(affiliations),
-            topics=[CardTopic(name=name, slug=slug, url=topic_url(slug)) for name, slug in chips],
+            topics=[
+                CardTopic(name=name, slug=slug, url=topic_url(slug))
+                for name, slug in specific_chips(chips)
+            ],
             created_at=created_at,
         )
     return [cards[pk] for pk in paper_ids if pk in cards]
@@ -225,12 +277,15 @@ def _card_papers(paper_ids: list[int]) -> QuerySet[Paper]:
 def _card_lists() -> tuple[QuerySet, QuerySet, QuerySet]:
     """The three lists a card shows, over all papers, each in the card's order: the first
     ``CARD_SHOWN`` authorships by position, the first ``CARD_SHOWN`` paper affiliations by
-    position, and the chips (accepted assignments to active topics) by topic name."""
+    position, and the chips (accepted assignments to active topics) by topic name, each
+    annotated ``chip_group_level``: its topic is a root named as an arXiv group."""
+    group_named = Category.objects.filter(group_name=OuterRef("topic__name"))
     return (
         Authorship.objects.filter(position__lt=CARD_SHOWN).order_by("position"),
         PaperAffiliation.objects.filter(position__lt=CARD_SHOWN).order_by("position"),
         Assignment.objects.accepted()
         .filter(topic__active=True)
+        .annotate(chip_group_level=Q(topic__parent__isnull=True) & Exists(group_named))
         .order_by("topic__name", "topic_id"),
     )
 
@@ -238,9 +293,10 @@ def _card_lists() -> tuple[QuerySet, QuerySet, QuerySet]:
 def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
     """One tuple per paper of ``paper_ids`` found (in no particular order): ``id, arxiv_id,
     title, abstract, submitted, withdrawn, author_count, affiliation_count, primary category
-    code, created_at``, then its author names, affiliation names and chips as ``(topic name,
-    slug)`` pairs, each list in the card's order. One query, the lists as array subqueries
-    (each an index range scan on the paper). PostgreSQL only."""
+    code, created_at``, then its authors as ``(name, author pk)`` pairs, affiliation names and
+    chips as ``(topic name, slug, path, group-level)`` tuples (see :func:`specific_chips`), each
+    list in the card's order. One query, the lists as array subqueries (each an index range
+    scan on the paper). PostgreSQL only."""
     authors, affiliations, chips = (
         lines.filter(paper_id=OuterRef("pk")) for lines in _card_lists()
     )
@@ -248,19 +304,33 @@ def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
         _card_papers(paper_ids)
         .annotate(
             card_authors=ArraySubquery(authors.values("author__name")),
+            card_author_ids=ArraySubquery(authors.values("author_id")),
             card_affiliations=ArraySubquery(affiliations.values("affiliation__name")),
             card_chip_names=ArraySubquery(chips.values("topic__name")),
             card_chip_slugs=ArraySubquery(chips.values("topic__slug")),
+            card_chip_paths=ArraySubquery(chips.values("topic__path")),
+            card_chip_group_level=ArraySubquery(chips.values("chip_group_level")),
         )
         .values_list(
             *_CARD_FIELDS,
             "card_authors",
+            "card_author_ids",
             "card_affiliations",
             "card_chip_names",
             "card_chip_slugs",
+            "card_chip_paths",
+            "card_chip_group_level",
         )
     )
-    return [(*row[:-2], list(zip(row[-2], row[-1], strict=True))) for row in rows]
+    return [
+        (
+            *row[:-7],
+            list(zip(row[-7], row[-6], strict=True)),
+            row[-5],
+            list(zip(*row[-4:], strict=True)),
+        )
+        for row in rows
+    ]
 
 
 def card_rows_portable(paper_ids: list[int]) -> list[tuple]:
@@ -269,15 +339,19 @@ def card_rows_portable(paper_ids: list[int]) -> list[tuple]:
     authors_of, affiliations_of, chips_of = (
         lines.filter(paper_id__in=paper_ids) for lines in _card_lists()
     )
-    authors: dict[int, list[str]] = defaultdict(list)
-    for paper_id, name in authors_of.values_list("paper_id", "author__name"):
-        authors[paper_id].append(name)
+    authors: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for paper_id, name, author_id in authors_of.values_list(
+        "paper_id", "author__name", "author_id"
+    ):
+        authors[paper_id].append((name, author_id))
     affiliations: dict[int, list[str]] = defaultdict(list)
     for paper_id, name in affiliations_of.values_list("paper_id", "affiliation__name"):
         affiliations[paper_id].append(name)
-    chips: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    for paper_id, name, slug in chips_of.values_list("paper_id", "topic__name", "topic__slug"):
-        chips[paper_id].append((name, slug))
+    chips: dict[int, list[tuple[str, str, str, bool]]] = defaultdict(list)
+    for paper_id, *chip in chips_of.values_list(
+        "paper_id", "topic__name", "topic__slug", "topic__path", "chip_group_level"
+    ):
+        chips[paper_id].append(tuple(chip))
     return [
         (*row, authors[row[0]], affiliations[row[0]], chips[row[0]])
         for row in _card_papers(paper_ids).values_list(*_CARD_FIELDS)

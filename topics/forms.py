@@ -10,10 +10,9 @@ from django import forms
 from papers.models import Category
 from papers.taxonomy import UnknownCategory, canonical_category
 
-from .search import DEFAULT_MODE
+from .search import DEFAULT_MODE, query_validate
 from .search_page import SORTS
 from .selectors import topic_by_slug
-from .tagging.rules import RuleSyntaxError, compile_rule
 
 __all__ = ["QUERY_MAX_LENGTH", "SearchForm"]
 
@@ -92,14 +91,7 @@ class SearchForm(forms.Form):
                 params={"code": ord(found.group()), "position": found.start()},
             )
         if query:
-            try:
-                compile_rule(query)
-            except RuleSyntaxError as error:
-                raise forms.ValidationError(
-                    "The query does not parse: %(reason)s at position %(position)d.",
-                    code="query_syntax",
-                    params={"reason": error.message, "position": error.position},
-                ) from None
+            query_validate(query)
         return query
 
     def clean_topic(self):

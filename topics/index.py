@@ -18,7 +18,7 @@ from papers.models import Paper
 
 from .caches import INDEX_CACHE_PREFIX, INDEX_GENERATION_KEY
 from .models import Assignment, Topic
-from .momentum import CHART_WEEKS, WINDOW_DAYS, Momentum, topics_momentum
+from .momentum import CHART_WEEKS, WINDOW_DAYS, Momentum, sparkline_points, topics_momentum
 from .selectors import TopicNode, topic_tree
 
 __all__ = [
@@ -121,14 +121,7 @@ class IndexTopic:
         """SVG polyline points (``"x,y x,y …"``) in a ``_SPARK_WIDTH`` x ``_SPARK_HEIGHT``
         viewBox, one per chart week, oldest left, the busiest week at the top; all zero is a
         flat line on the baseline."""
-        counts = self.weekly_counts
-        peak = max(counts, default=0)
-        step = _SPARK_WIDTH / max(len(counts) - 1, 1)
-        usable = _SPARK_HEIGHT - 2  # a 1-unit margin so the stroke is not clipped
-        return " ".join(
-            f"{i * step:.1f},{_SPARK_HEIGHT - 1 - (usable * n / peak if peak else 0):.1f}"
-            for i, n in enumerate(counts)
-        )
+        return sparkline_points(self.weekly_counts, width=_SPARK_WIDTH, height=_SPARK_HEIGHT)
 
 
 @dataclass

@@ -42,8 +42,12 @@ __all__ = [
     "ChartBar",
     "Momentum",
     "WeekCount",
+    "momentum_change_text",
     "momentum_chart",
+    "momentum_days_from",
+    "momentum_from_days",
     "momentum_sentence",
+    "sparkline_points",
     "topic_momentum",
     "topic_momentum_stored",
     "topics_momentum",
@@ -97,6 +101,56 @@ class ChartBar(NamedTuple):
         """``week_start`` as ``Sep 28`` (Django's ``date:"M j"`` in English, without its
         per-call format lookups: the chart names each week twice)."""
         return f"{self.week_start:%b} {self.week_start.day}"
+
+
+def _windows(as_of: dt.date) -> tuple[dt.date, dt.date, dt.date, dt.date]:
+    """``(recent_after, before_after, first_monday, earliest)`` for ``as_of``: the two
+    four-week windows' open lower ends, the first chart week's Monday, and the first day any
+    figure needs."""
+    recent_after = as_of - dt.timedelta(days=WINDOW_DAYS)
+    before_after = recent_after - dt.timedelta(days=WINDOW_DAYS)
+    last_monday = as_of - dt.timedelta(days=as_of.weekday())
+    first_monday = last_monday - dt.timedelta(weeks=CHART_WEEKS - 1)
+    earliest = min(before_after + dt.timedelta(days=1), first_monday)
+    return recent_after, before_after, first_monday, earliest
+
+
+def momentum_from_days(
+    per_day: Iterable[tuple[dt.date, int]], *, as_of: dt.date, all_recent: int | None = None
+) -> Momentum:
+    """The :class:`Momentum` on ``as_of`` of papers counted per submitted day (``per_day``:
+    ``(date, distinct papers that day)`` pairs, days outside the windows ignored), for anything
+    that has papers: a topic, an author. ``all_recent``: all papers that count submitted in
+    the last four weeks, for the share (0.0 when None or 0). No query; the first day any
+    figure needs is :func:`momentum_days_from` of ``as_of``."""
+    recent_after, before_after, first_monday, _ = _windows(as_of)
+    recent = before = 0
+    week_counts = dict.fromkeys(
+        (first_monday + dt.timedelta(weeks=i) for i in range(CHART_WEEKS)), 0
+    )
+    for submitted, n in per_day:
+        if submitted > as_of:
+            continue
+        if submitted > recent_after:
+            recent += n
+        elif submitted > before_after:
+            before += n
+        monday = submitted - dt.timedelta(days=submitted.weekday())
+        if monday in week_counts:
+            week_counts[monday] += n
+    return Momentum(
+        as_of=as_of,
+        recent=recent,
+        before=before,
+        change_pct=_change_pct(recent, before),
+        share=recent / all_recent if all_recent else 0.0,
+        weeks=[WeekCount(monday, n) for monday, n in week_counts.items()],
+    )
+
+
+def momentum_days_from(as_of: dt.date) -> dt.date:
+    """The first submitted day :func:`momentum_from_days` needs counts of for ``as_of``."""
+    return _windows(as_of)[3]
 
 
 def topic_momentum(*, topic: Topic, as_of: dt.date | None = None) -> Momentum:
@@ -315,6 +369,25 @@ def _share_text(m: Momentum) -> str:
     return f"{percent:.1f}%"
 
 
+def momentum_change_text(m: Momentum) -> str:
+    """The first part of :func:`momentum_sentence`, without the share: ``"54 papers in the
+    last four weeks, up 145% on the four weeks before"`` (no final full stop)."""
+    return momentum_sentence(m).split(". ", 1)[0]
+
+
+def sparkline_points(counts: list[int], *, width: float = 96, height: float = 20) -> str:
+    """SVG polyline points (``"x,y x,y …"``) of ``counts`` in a ``width`` x ``height``
+    viewBox (``templates/topics/_sparkline.html``), oldest left, the largest count at the top;
+    all zero is a flat line on the baseline."""
+    peak = max(counts, default=0)
+    step = width / max(len(counts) - 1, 1)
+    usable = height - 2  # a 1-unit margin so the stroke is not clipped
+    return " ".join(
+        f"{i * step:.1f},{height - 1 - (usable * n / peak if peak else 0):.1f}"
+        for i, n in enumerate(counts)
+    )
+
+
 def momentum_sentence(m: Momentum) -> str:
     """The momentum as the topic page words it, e.g.
 
@@ -322,13 +395,16 @@ def momentum_sentence(m: Momentum) -> str:
     papers."``; ``"down 12% …"``; ``"no change …"``; with nothing before, ``"30 papers in the
     last four weeks, none in the four weeks before (new in the last four weeks). …"``.
     The share has one decimal, ``"<0.1%"`` below a tenth of a percent and ``"0%"`` for none.
+    A quiet topic says so: ``"No new papers in the last four weeks (3 in the four weeks
+    before)."`` or ``"No new papers in the last four weeks, nor in the four weeks before."``.
     """
+    if not m.recent:
+        if m.before:
+            return f"No new papers in the last four weeks ({m.before} in the four weeks before)."
+        return "No new papers in the last four weeks, nor in the four weeks before."
     count = f"{_papers(m.recent)} in the last four weeks"
     if m.change_pct is None:
-        if m.recent:
-            change = "none in the four weeks before (new in the last four weeks)"
-        else:
-            change = "none in the four weeks before either"
+        change = "none in the four weeks before (new in the last four weeks)"
     elif m.change_pct > 0:
         change = f"up {m.change_pct}% on the four weeks before"
     elif m.change_pct < 0:

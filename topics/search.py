@@ -4,7 +4,7 @@ into one ranking, used by ``/api/v1/search/``, the search page and Ask's retriev
 Three modes (:data:`MODES`):
 
 - ``keyword``: PostgreSQL full-text search over the stored ``search_vector`` (title weight A,
-  abstract weight B, 'english', web-search syntax), ranked by ``ts_rank`` within the newest
+  abstract weight B, 'english'), ranked by ``ts_rank`` within the newest
   :data:`SEARCH_WINDOW` matches (:func:`full_text_ranked`); on the embedded SQLite default,
   every word as a substring, newest first, unranked.
 - ``semantic``: the query embedded with the paper encoder
@@ -20,6 +20,13 @@ Three modes (:data:`MODES`):
   third ranking lifts hit@1 from 0.72 to 0.80 on vague descriptions; reciprocal rank fusion
   against a mix of normalised scores: see there.
 
+Queries are written in one language everywhere: the topic-rule language of
+``topics.tagging.rules`` (words, ``"phrases"``, ``prefix*``, ``AND``, ``OR``, ``NOT`` or
+``-word``, parentheses), parsed by its parser (:func:`~topics.tagging.rules.parse_query`) for
+topic rules, saved searches, the search page and ``/api/v1/search/`` alike, and turned here
+into a PostgreSQL ``tsquery`` (:func:`full_text_match`) where full text stems its words
+(``agent`` finds ``agents``) while rules match words exactly.
+
 When the encoder's model files are missing or no paper has a vector yet, ``hybrid`` and
 ``semantic`` return the keyword ranking and say so (:attr:`SearchResults.mode` is
 ``keyword``, :attr:`SearchResults.fallback` the reason). A query without a searchable word
@@ -29,15 +36,17 @@ When the encoder's model files are missing or no paper has a vector yet, ``hybri
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchQuery
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Q, QuerySet
 
 from papers.models import Paper, PaperEmbedding
+
+from .tagging.rules import And, Not, QueryNode, RuleSyntaxError, Term, parse_query
 
 __all__ = [
     "DEFAULT_MODE",
@@ -53,7 +62,10 @@ __all__ = [
     "any_word_ranked",
     "fuse",
     "has_searchable_words",
+    "searchable_words",
     "papers_search",
+    "query_terms",
+    "query_validate",
     "query_vector",
     "semantic_ranked",
     "substring_query",
@@ -101,78 +113,139 @@ class SearchResults:
     fallback: str | None = None
 
 
-def _search_query(q: str) -> SearchQuery:
-    return SearchQuery(q, search_type="websearch", config=SEARCH_CONFIG)
+def query_validate(q: str) -> None:
+    """Raise ``django.core.exceptions.ValidationError`` (code ``query_syntax``) when ``q`` does
+    not parse in the query language (:func:`~topics.tagging.rules.parse_query`), saying why and
+    where: "The query does not parse: unclosed quote at position 7." The one message of the
+    search page, ``/api/v1/search/``, ``/api/v1/papers/?q=`` and saved searches."""
+    try:
+        parse_query(q)
+    except RuleSyntaxError as error:
+        raise ValidationError(
+            "The query does not parse: %(reason)s at position %(position)d.",
+            code="query_syntax",
+            params={"reason": error.message, "position": error.position},
+        ) from None
 
 
-# websearch syntax: "a phrase", -excluded, OR between terms, plain words.
-_WEBSEARCH_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+def _prefix_literal(stem: str) -> str:
+    """``stem`` as one quoted lexeme with a prefix mark, in ``to_tsquery``'s syntax."""
+    return "'" + stem.replace("\\", "\\\\").replace("'", "''") + "':*"
 
 
-def substring_query(q: str) -> Q:
-    """``q`` in PostgreSQL's websearch syntax as substring conditions on title or abstract, for
-    databases without full-text search: every word or ``"phrase"`` must occur (``-term`` must
-    not; ``a OR b`` either), case-insensitively. An empty ``q`` matches everything."""
-    groups: list[Q] = []  # AND of these; each an OR of terms
-    pending_or = False
-    for match in _WEBSEARCH_TOKEN.finditer(q):
-        negate, phrase, word = match.group(1), match.group(2), match.group(3)
-        if word is not None and word.upper() == "OR":
-            pending_or = bool(groups)
-            continue
-        if word is not None and word.startswith("-") and len(word) > 1:
-            negate, word = "-", word[1:]
-        text = (phrase if phrase is not None else word).strip()
-        if not text:
-            continue
-        term = Q(title__icontains=text) | Q(abstract__icontains=text)
-        if negate:
-            term = ~term
-        if pending_or:
-            groups[-1] |= term
+def _tsquery(node: QueryNode, *, negate: bool = False):
+    """``node`` as a Django ``SearchQuery`` expression ('english'): a word or phrase through
+    ``phraseto_tsquery`` (its words in order, stemmed), a prefix through ``to_tsquery`` with
+    ``:*``, combined by ``&&``, ``||`` and ``!!``; a negation is pushed down to the terms (De
+    Morgan), since Django combines only ``SearchQuery`` terms. A term that is only stopwords
+    gives an empty query, which PostgreSQL drops from its combination."""
+    if isinstance(node, Term):
+        if node.kind == "prefix":
+            query = SearchQuery(_prefix_literal(node.text), search_type="raw", config=SEARCH_CONFIG)
         else:
-            groups.append(term)
-        pending_or = False
-    condition = Q()
-    for group in groups:
-        condition &= group
+            query = SearchQuery(node.text, search_type="phrase", config=SEARCH_CONFIG)
+        return ~query if negate else query
+    if isinstance(node, Not):
+        return _tsquery(node.operand, negate=not negate)
+    parts = [_tsquery(operand, negate=negate) for operand in node.operands]
+    combined = parts[0]
+    for part in parts[1:]:
+        # NOT (a AND b) is (NOT a) OR (NOT b), and the other way round.
+        combined = (combined | part) if isinstance(node, And) == negate else (combined & part)
+    return combined
+
+
+def _substring(node: QueryNode) -> Q:
+    if isinstance(node, Term):
+        text = node.text
+        return Q(title__icontains=text) | Q(abstract__icontains=text)
+    if isinstance(node, Not):
+        return ~_substring(node.operand)
+    condition = _substring(node.operands[0])
+    for operand in node.operands[1:]:
+        condition = (
+            (condition & _substring(operand))
+            if isinstance(node, And)
+            else (condition | _substring(operand))
+        )
     return condition
 
 
-def query_parts(q: str) -> tuple[str, str]:
-    """``q`` (websearch syntax) split into what it asks for and what it excludes:
-    ``(positive, excluded)``, the first without its ``-word`` and ``-"phrase"`` terms (the text
-    the semantic part embeds and ranks by), the second those terms alone, still in websearch
-    syntax (``'-agents -"tool use"'``; empty when nothing is excluded), to filter every
-    ranking's candidates with :func:`full_text_match`."""
-    positive: list[str] = []
-    excluded: list[str] = []
-    for match in _WEBSEARCH_TOKEN.finditer(q):
-        negate, phrase, word = match.group(1), match.group(2), match.group(3)
-        if word is not None and word.startswith("-") and len(word) > 1:
-            negate, word = "-", word[1:]
-        if phrase is not None:
-            text = f'"{phrase.strip()}"' if phrase.strip() else ""
-        else:
-            text = word or ""
-        if not text or text == "-":
-            continue
-        (excluded if negate else positive).append(f"-{text}" if negate else text)
-    return " ".join(positive), " ".join(excluded)
+def substring_query(q: str) -> Q:
+    """``q`` (the query language of ``topics.tagging.rules``) as substring conditions on title
+    or abstract, for databases without full-text search: a word, stem or phrase must occur
+    case-insensitively, combined by the query's ``AND``, ``OR``, ``NOT``/``-`` and
+    parentheses. A blank ``q`` matches everything. Raises ``RuleSyntaxError`` (a
+    ``ValueError`` with the position) for a malformed ``q``."""
+    tree = parse_query(q)
+    return Q() if tree is None else _substring(tree)
 
 
-def full_text_match(queryset: QuerySet[Paper], q: str) -> QuerySet[Paper]:
-    """Papers of ``queryset`` whose title or abstract match ``q`` (websearch syntax: words,
-    ``"phrases"``, ``-word``, ``OR``): on PostgreSQL through the stored ``search_vector`` and
-    its GIN index (papers migration 0005); elsewhere (the embedded SQLite default) every word
-    or phrase as a case-insensitive substring of title or abstract (:func:`substring_query`)."""
+def query_terms(node: QueryNode | None, *, negated: bool = False) -> Iterable[tuple[Term, bool]]:
+    """Every term of ``node`` (a :func:`~topics.tagging.rules.parse_query` tree; ``None``
+    has none) with whether an odd number of negations stand above it (``-a``, ``NOT (a OR
+    b)``), in the query's order."""
+    if node is None:
+        return
+    if isinstance(node, Term):
+        yield node, negated
+    elif isinstance(node, Not):
+        yield from query_terms(node.operand, negated=not negated)
+    else:
+        for operand in node.operands:
+            yield from query_terms(operand, negated=negated)
+
+
+def _excluded(tree: QueryNode) -> QueryNode | None:
+    """The negations that bind the whole query (``-a`` and ``NOT a`` at its top level), as one
+    AND of them; ``None`` when there are none."""
+    operands = tree.operands if isinstance(tree, And) else (tree,)
+    negations = tuple(operand for operand in operands if isinstance(operand, Not))
+    if not negations:
+        return None
+    return negations[0] if len(negations) == 1 else And(negations)
+
+
+def query_parts(q: str) -> tuple[str, QueryNode | None]:
+    """``q`` (the query language of ``topics.tagging.rules``) split into what it asks for and
+    what it excludes: ``(positive, excluded)``. ``positive`` is the text of its terms that no
+    negation covers, one space apart (what the semantic part embeds and ranks by);
+    ``excluded`` the negations binding the whole query (``-agents -"tool use"``) as one tree,
+    or ``None``, to filter every ranking's candidates with :func:`full_text_match`. Raises
+    ``RuleSyntaxError`` for a malformed ``q``."""
+    tree = parse_query(q)
+    if tree is None:
+        return "", None
+    positive = " ".join(term.text for term, negated in query_terms(tree) if not negated)
+    return positive, _excluded(tree)
+
+
+def full_text_match(queryset: QuerySet[Paper], q: str | QueryNode) -> QuerySet[Paper]:
+    """Papers of ``queryset`` whose title or abstract match ``q``: the query language of
+    ``topics.tagging.rules`` (words, ``"phrases"``, ``prefix*``, ``AND``, ``OR``,
+    ``NOT``/``-word``, parentheses; or a tree :func:`~topics.tagging.rules.parse_query`
+    made). On PostgreSQL through the stored ``search_vector`` and its GIN index (papers
+    migration 0005), English stems (``agent`` finds ``agents``); elsewhere (the embedded
+    SQLite default) each term as a case-insensitive substring of title or abstract
+    (:func:`substring_query`). Raises ``RuleSyntaxError`` (a ``ValueError`` with the
+    position) for a malformed ``q``; a blank one matches everything."""
+    tree = parse_query(q) if isinstance(q, str) else q
+    if tree is None:
+        return queryset
     if connection.vendor != "postgresql":
-        return queryset.filter(substring_query(q))
-    return queryset.filter(search_vector=_search_query(q))
+        return queryset.filter(_substring(tree))
+    return queryset.filter(search_vector=_tsquery(tree))
+
+
+def _tsquery_sql(tree: QueryNode) -> tuple[str, list]:
+    """The SQL of :func:`_tsquery` (a ``tsquery`` expression) and its parameters."""
+    query = Paper.objects.all().query
+    compiler = query.get_compiler(connection=connection)
+    return compiler.compile(_tsquery(tree).resolve_expression(query))
 
 
 def full_text_ranked(
-    matches: QuerySet[Paper], q: str, *, window: int | None = None
+    matches: QuerySet[Paper], q: str | QueryNode, *, window: int | None = None
 ) -> list[tuple[int, float]]:
     """``(paper id, rank)`` for the newest ``window`` (default :data:`SEARCH_WINDOW`) papers of
     ``matches`` (papers matched to ``q`` by :func:`full_text_match`, and filtered), best
@@ -191,25 +264,38 @@ def full_text_ranked(
     inner, params = newest.values("id", "submitted", "search_vector")[
         :window
     ].query.sql_with_params()
+    tree = parse_query(q) if isinstance(q, str) else q
+    if tree is None:
+        return []
+    tsquery, tsquery_params = _tsquery_sql(tree)
     # Ranked outside the LIMIT: ts_rank runs on the window's rows only.
     sql = (
-        "SELECT w.id, ts_rank(w.search_vector, websearch_to_tsquery(%s::regconfig, %s)) AS rank "
+        f"SELECT w.id, ts_rank(w.search_vector, {tsquery}) AS rank "
         f"FROM ({inner}) AS w ORDER BY rank DESC, w.submitted DESC, w.id DESC"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [SEARCH_CONFIG, q, *params])
+        cursor.execute(sql, [*tsquery_params, *params])
         return cursor.fetchall()
 
 
 def has_searchable_words(q: str) -> bool:
-    """Whether ``q`` holds a word full-text search can look for: on PostgreSQL, whether its
-    'english' query keeps a lexeme (``"the of and"`` and ``"!!"`` do not); elsewhere, whether
-    it holds a letter or digit. One query on PostgreSQL."""
-    if connection.vendor != "postgresql":
-        return any(character.isalnum() for character in q)
+    """Whether ``q`` (plain text) holds a word full-text search can look for: on PostgreSQL,
+    whether its 'english' query keeps a lexeme (``"the of and"`` and ``"!!"`` do not);
+    elsewhere, whether it holds a letter or digit. One query on PostgreSQL."""
+    return searchable_words(q)[0]
+
+
+def searchable_words(*texts: str) -> list[bool]:
+    """:func:`has_searchable_words` for each of ``texts`` (plain text), in one query on
+    PostgreSQL (none for blank texts or elsewhere)."""
+    if connection.vendor != "postgresql" or not any(text.strip() for text in texts):
+        return [any(character.isalnum() for character in text) for text in texts]
+    columns = ", ".join("numnode(plainto_tsquery(%s::regconfig, %s)) > 0" for _ in texts)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT numnode(plainto_tsquery(%s::regconfig, %s))", [SEARCH_CONFIG, q])
-        return cursor.fetchone()[0] > 0
+        cursor.execute(
+            f"SELECT {columns}", [value for text in texts for value in (SEARCH_CONFIG, text)]
+        )
+        return list(cursor.fetchone())
 
 
 def any_word_ranked(paper_ids: Sequence[int], q: str) -> list[tuple[int, float]]:
@@ -300,8 +386,12 @@ def papers_search(
 ) -> SearchResults:
     """Papers of ``queryset`` (default: every paper; pass it already filtered by topic,
     category, dates...) ranked for ``q`` in ``mode`` (one of :data:`MODES`; see the module
-    docstring). ``q`` is websearch syntax for the keyword part and plain text for the
-    semantic part; a blank ``q`` or one without a searchable word finds nothing.
+    docstring). ``q`` is in the query language of ``topics.tagging.rules`` (saved searches'
+    and topic rules': words, ``"phrases"``, ``prefix*``, ``AND``, ``OR``, ``NOT``/``-word``,
+    parentheses): the keyword part matches it whole, the semantic part embeds the text of its
+    terms that no negation covers, and negations binding the whole query filter every
+    ranking. A blank ``q`` or one without a searchable word finds nothing. Raises
+    ``RuleSyntaxError`` (a ``ValueError`` with the position) for a malformed ``q``.
 
     Queries: keyword 2; semantic adds one checking for vectors, the encoder's work, a
     vector-index lookup and one query filtering its neighbours; hybrid all of those and one
@@ -311,37 +401,47 @@ def papers_search(
     if mode not in MODES:
         raise ValueError(f"Unknown search mode {mode!r}; one of: {', '.join(MODES)}.")
     queryset = Paper.objects.all() if queryset is None else queryset
-    q = q.strip()
-    if not q or not has_searchable_words(q):
-        return SearchResults(ranked=[], mode=mode, requested_mode=mode)
+    tree = parse_query(q)
+    nothing = SearchResults(ranked=[], mode=mode, requested_mode=mode)
+    if tree is None:
+        return nothing
+    terms = list(query_terms(tree))
+    excluded = _excluded(tree)
+    positive = " ".join(term.text for term, negated in terms if not negated)
+    # One query tells which parts hold a word full-text search can look for.
+    any_searchable, positive_searchable, excluded_searchable = searchable_words(
+        " ".join(term.text for term, _ in terms),
+        positive,
+        " ".join(term.text for term, _ in query_terms(excluded)) if excluded is not None else "",
+    )
+    if not any_searchable:
+        return nothing
     keyword: list[tuple[int, float]] | None = None
     if mode != "semantic":
-        keyword = full_text_ranked(full_text_match(queryset, q), q)
+        keyword = full_text_ranked(full_text_match(queryset, tree), tree)
         if mode == "keyword":
             return SearchResults(ranked=keyword, mode="keyword", requested_mode=mode)
     # Excluded terms bind every ranking: the semantic part embeds only what is asked for and
     # looks among the papers without the excluded terms (the keyword part excludes them itself).
-    positive, excluded = query_parts(q)
-    if excluded:
-        # An excluded stopword or punctuation ("-the", "-!!") excludes nothing, as in the
-        # keyword match: an empty tsquery would match no paper and empty the candidates.
-        if has_searchable_words(excluded):
-            queryset = full_text_match(queryset, excluded)
-        if not has_searchable_words(positive):
-            if keyword is None:
-                keyword = full_text_ranked(full_text_match(queryset, q), q)
-            return SearchResults(
-                ranked=keyword,
-                mode="keyword",
-                requested_mode=mode,
-                fallback="the query only excludes words; nothing to search for by meaning",
-            )
+    if excluded_searchable:
+        # An excluded stopword or punctuation ("-the") excludes nothing, as in the keyword
+        # match: an empty tsquery would match no paper and empty the candidates.
+        queryset = full_text_match(queryset, excluded)
+    if not positive_searchable:
+        if keyword is None:
+            keyword = full_text_ranked(full_text_match(queryset, tree), tree)
+        return SearchResults(
+            ranked=keyword,
+            mode="keyword",
+            requested_mode=mode,
+            fallback="the query only excludes words; nothing to search for by meaning",
+        )
     try:
         vector = query_vector(positive)
     except SemanticUnavailable as error:
         logger.info("search falls back to keywords: %s", error)
         if keyword is None:
-            keyword = full_text_ranked(full_text_match(queryset, q), q)
+            keyword = full_text_ranked(full_text_match(queryset, tree), tree)
         return SearchResults(
             ranked=keyword, mode="keyword", requested_mode=mode, fallback=str(error)
         )

@@ -25,15 +25,15 @@ from topicsite.bidi import needs_isolation
 
 from .cards import PaperCard, paper_cards
 from .models import Assignment, Topic
-from .search import SEARCH_CONFIG, SearchResults, papers_search
+from .search import SEARCH_CONFIG, SearchResults, papers_search, query_terms
+from .tagging.rules import parse_query
 
 __all__ = [
     "SORTS",
     "PageOutOfRange",
     "SearchPage",
     "cards_highlight",
-    "query_terms",
-    "rule_query_as_websearch",
+    "highlight_terms",
     "search_page",
     "search_papers_scope",
     "words_query",
@@ -44,62 +44,11 @@ SORTS = ("relevance", "newest")
 # A teaser (the abstract's line under a card's title) holds at most this many words.
 TEASER_WORDS = 30
 
-# A term of the rule language: an optional "-", then a "phrase" or a bare word.
-_TERM = re.compile(r'(?P<negate>-?)(?:"(?P<phrase>[^"]*)"|(?P<word>[^\s()"]+))')
-# Parentheses, the one piece of the rule language the ranking's websearch syntax lacks.
-_PARENTHESES = re.compile(r"[()]")
 # Highlight markers ts_headline puts around matches: control characters, which no card text
 # holds (removed before highlighting) and escaping leaves as they are.
 _START, _STOP = "\x02", "\x03"
 # TeX a page renders with KaTeX: highlights inside it would split the formula.
 _TEX = re.compile(r"\$\$.+?\$\$|\$[^$]+\$|\\\(.+?\\\)|\\\[.+?\\\]", re.DOTALL)
-
-
-def _terms(query: str):
-    """``(text, negated, prefix, is_phrase)`` for each term of a rule query, operators and
-    parentheses dropped; ``NOT x`` counts as ``-x``."""
-    negate_next = False
-    for match in _TERM.finditer(_PARENTHESES.sub(" ", query)):
-        phrase, word = match.group("phrase"), match.group("word")
-        negated = bool(match.group("negate")) or negate_next
-        negate_next = False
-        if word in ("AND", "OR"):
-            yield word, False, False, False
-            continue
-        if word == "NOT":
-            negate_next = True
-            continue
-        if phrase is not None:
-            if phrase.strip():
-                yield phrase.strip(), negated, False, True
-            continue
-        if word and word.endswith("*"):
-            yield word.rstrip("*"), negated, True, False
-        elif word:
-            yield word, negated, False, False
-
-
-def rule_query_as_websearch(query: str) -> str:
-    """``query`` (the topic-rule language, already checked by ``compile_rule``) in PostgreSQL's
-    websearch syntax, which ``topics.search.papers_search`` ranks: words, ``"phrases"``,
-    ``OR`` and ``-word`` stay; ``NOT x`` becomes ``-x``; ``AND`` and parentheses go (websearch
-    has no grouping: ``(a OR b) c`` is read ``a OR b c``); ``agent*`` becomes ``agent``, whose
-    English stem matches its word forms (``agents``), not every word it begins."""
-    parts = []
-    for text, negated, _prefix, is_phrase in _terms(query):
-        if text == "AND" and not is_phrase:
-            continue
-        if text == "OR" and not is_phrase:
-            parts.append("OR")
-            continue
-        term = f'"{text}"' if is_phrase else text
-        parts.append(f"-{term}" if negated else term)
-    # An OR with nothing on one side reads as the word "or" in websearch; drop it.
-    while parts and parts[0] == "OR":
-        parts.pop(0)
-    while parts and parts[-1] == "OR":
-        parts.pop()
-    return " ".join(parts)
 
 
 # What makes plain text an operator or a syntax error in the rule language: quotes,
@@ -118,15 +67,14 @@ def words_query(text: str) -> str:
     return " ".join(_OPERATOR.sub(" ", text).split())
 
 
-def query_terms(query: str) -> tuple[str, str]:
-    """The words ``query`` (topic-rule language) asks for, to highlight: ``(words, prefixes)``,
-    each a space-separated str; phrases give their words, ``agent*`` gives ``agent`` among
-    the prefixes; negated terms and operators give nothing."""
+def highlight_terms(query: str) -> tuple[str, str]:
+    """The words ``query`` (topic-rule language, already checked) asks for, to highlight:
+    ``(words, prefixes)``, each a space-separated str; phrases give their words, ``agent*``
+    gives ``agent`` among the prefixes; negated terms and operators give nothing."""
     words, prefixes = [], []
-    for text, negated, prefix, is_phrase in _terms(query):
-        if negated or (not is_phrase and text in ("AND", "OR")):
-            continue
-        (prefixes if prefix else words).append(text)
+    for term, negated in query_terms(parse_query(query)):
+        if not negated:
+            (prefixes if term.kind == "prefix" else words).append(term.text)
     return " ".join(words), " ".join(prefixes)
 
 
@@ -177,7 +125,7 @@ def cards_highlight(cards: list[PaperCard], *, query: str) -> None:
     Titles with right-to-left text go in ``<bdi>`` (as ``topicsite.bidi.isolate``). One query
     on PostgreSQL, by ``ts_headline``; none elsewhere or without cards (the cards keep their
     plain text)."""
-    words, prefixes = query_terms(query)
+    words, prefixes = highlight_terms(query)
     if not cards or connection.vendor != "postgresql" or not (words or prefixes):
         return
     texts = []
@@ -302,7 +250,7 @@ def search_page(
     """
     if sort not in SORTS:
         raise ValueError(f"Unknown sort {sort!r}; one of: {', '.join(SORTS)}.")
-    results = papers_search(q=rule_query_as_websearch(query), queryset=scope, mode=mode)
+    results = papers_search(q=query, queryset=scope, mode=mode)
     ids = [paper_id for paper_id, _ in results.ranked]
     if sort == "newest" and ids:
         ids = list(

@@ -134,13 +134,16 @@ def topic_detail(request, slug):
     ancestors, subtree = selectors.topic_lineage(topic=topic)
     raw_number = request.GET.get("page")
     cards_html, paper_total, number = _topic_cards_html(topic, raw_number, [t.pk for t in subtree])
+    chart_bars = momentum_chart(momentum)
     context = {
         "topic": topic,
         "ancestors": ancestors,
         "children": [t for t in subtree if t.parent_id == topic.pk and t.active],
         "momentum": momentum,
         "momentum_sentence": momentum_sentence(momentum),
-        "chart_bars": momentum_chart(momentum),
+        "chart_bars": chart_bars,
+        # Twelve empty weeks draw no chart: the sentence says the topic is quiet.
+        "chart_shown": any(bar.count for bar in chart_bars),
         "cards_html": cards_html,
         "paper_total": paper_total,
     }

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 
 
 class TopicsiteConfig(AppConfig):
@@ -13,3 +14,11 @@ class TopicsiteConfig(AppConfig):
 
         register()
         connect_invalidation()
+
+
+class TopicsiteAdminConfig(admin_apps.AdminConfig):
+    """``django.contrib.admin`` with ``topicsite.admin_site.TopicsiteAdminSite`` as
+    ``admin.site`` (staff and the Curators group enter)."""
+
+    default = False  # named in INSTALLED_APPS; topicsite's own config stays the default
+    default_site = "topicsite.admin_site.TopicsiteAdminSite"

@@ -1,12 +1,21 @@
-from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-# Staff log in on allauth's page (/admin/login/ redirects there with ?next=), as allauth
-# documents: its rate limits (ACCOUNT_RATE_LIMITS, per account and per address) then cover the
-# admin too, whose own form had none. Signed in but not staff: 403.
-admin.site.login = secure_admin_login(admin.site.login)
+
+class StaticRedirectView(RedirectView):
+    """A redirect to a static file, its address resolved per request (hashed names in
+    production)."""
+
+    static_path = ""
+
+    def get_redirect_url(self, *args, **kwargs):
+        return static(self.static_path)
+
+
+# admin.site is topicsite.admin_site.TopicsiteAdminSite: staff and the Curators group enter;
+# they log in on allauth's page (/admin/login/ redirects there with ?next=).
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -17,14 +26,18 @@ urlpatterns = [
     # The address people guess for the API: its documentation.
     path("api/", RedirectView.as_view(pattern_name="api:docs"), name="api-home"),
     path("papers/", include("papers.urls")),
+    path("authors/", include("topics.author_urls")),
     path("follows/", include("follows.urls")),
     path("feed/", include("follows.feed_urls")),
     path("library/", include("follows.library_urls")),
+    path("for-you/", include("follows.for_you_urls")),
     path("digests/", include("digests.urls")),
     # Per-topic routes owned by other apps (the topic's Atom feed, asking it) come before the
     # topic pages themselves.
     path("topics/", include("follows.topic_urls")),
     path("topics/", include("ask.urls")),
+    # Browsers and crawlers ask for /favicon.ico whatever the page's <link rel="icon"> says.
+    path("favicon.ico", StaticRedirectView.as_view(static_path="img/favicon.ico", permanent=True)),
     path("", include("topics.urls")),
 ]
 

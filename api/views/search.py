@@ -59,8 +59,10 @@ class SearchPagination(PageNumberPagination):
         summary="Search by words and meaning",
         description="Papers ranked for q, with the filters of /papers/ (topic with its "
         "descendants, category, dates...). `mode` (default hybrid):\n\n"
-        "- `keyword`: PostgreSQL full text over title and abstract (English, web-search "
-        "syntax; on the embedded SQLite default every word as a substring, unranked). Of "
+        "- `keyword`: PostgreSQL full text over title and abstract (English stemming; q in "
+        'the query language of saved searches: words, "a phrase", prefix*, AND, OR, NOT or '
+        "-word, parentheses; on the embedded SQLite default every term as a substring, "
+        "unranked). Of "
         f"the matching papers the {SEARCH_WINDOW:,} newest submitted are ranked by relevance "
         "(a word in the title weighs more than one in the abstract), best first, then newest; "
         "`rank` is PostgreSQL's ts_rank.\n"

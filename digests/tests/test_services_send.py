@@ -309,6 +309,7 @@ def test_the_email_content_takes_the_same_queries_for_few_or_many_papers(smtp_se
         assert [len(s.papers) + s.more for s in sections] == [size, size]
         assert all(len(s.papers) == min(size, 5) for s in sections)
 
-    assert counts[0] == counts[1] <= 4
+    # Items, cards, the follows matching them, the saved papers' vectors: fixed.
+    assert counts[0] == counts[1] <= 9
     text, _ = parts(smtp_server.messages[-1])
     assert text.count("... and 7 more") == 2

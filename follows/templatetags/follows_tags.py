@@ -4,7 +4,7 @@ its templates load this library)."""
 from django import template
 
 from ..models import Follow
-from ..selectors import follower_count
+from ..selectors import author_follower_count, follower_count
 
 register = template.Library()
 
@@ -14,9 +14,11 @@ def follow_button(context, topic):
     """``{% follow_button topic %}``: the follower count ("12 followers", never who they are)
     and, for a signed-in user, a POST form whose button reads "Follow this topic", or
     "Unfollow this topic" when they follow it (``static/js/follow.js`` submits it in place
-    where JavaScript runs); for anyone else a "Follow this topic" link to the log-in page that comes
-    back here (no form, so the page holds no CSRF token and anonymous readers can share one
-    cached copy: ``topicsite.pagecache``). Two queries for a signed-in user, one otherwise.
+    where JavaScript runs); for anyone else a "Follow this topic" link to the log-in page that
+    continues to the topic's follow confirmation page (``follows.views.follow_confirm``: the
+    intent survives the log-in; no form here, so the page holds no CSRF token and anonymous
+    readers can share one cached copy: ``topicsite.pagecache``). Two queries for a signed-in
+    user, one otherwise.
     """
     request = context["request"]
     user = request.user
@@ -24,6 +26,23 @@ def follow_button(context, topic):
     return {
         "topic": topic,
         "follower_count": follower_count(topic=topic),
+        "following": following,
+        "signed_in": user.is_authenticated,
+        "request_path": request.path,
+    }
+
+
+@register.inclusion_tag("follows/_author_follow_button.html", takes_context=True)
+def author_follow_button(context, author):
+    """``{% author_follow_button author %}``: as :func:`follow_button`, for an author ("Follow
+    this author" / "Unfollow this author", its follower count; a log-in link for anyone not
+    signed in). Two queries for a signed-in user, one otherwise."""
+    request = context["request"]
+    user = request.user
+    following = user.is_authenticated and Follow.objects.filter(user=user, author=author).exists()
+    return {
+        "author": author,
+        "follower_count": author_follower_count(author=author),
         "following": following,
         "signed_in": user.is_authenticated,
         "request_path": request.path,

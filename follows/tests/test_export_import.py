@@ -148,7 +148,7 @@ GOOD_TOPIC = {"kind": "topic", "topic": "agents"}
         ),
         (
             {"version": 1, "follows": [{"kind": "person"}]},
-            "entry 1: 'kind' must be 'topic' or 'search', not 'person'.",
+            "entry 1: 'kind' must be 'topic', 'author' or 'search', not 'person'.",
         ),
         ({"version": 1, "follows": ["agents"]}, "entry 1: must be an object."),
     ],

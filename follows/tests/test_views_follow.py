@@ -50,10 +50,11 @@ def test_anonymous_post_goes_to_login_with_next_and_changes_nothing(client):
     response = client.post(follow_url(topic), {"action": "follow"})
 
     assert response.status_code == 302
-    assert response["Location"] == f"/accounts/login/?next=/topics/{topic.slug}/"
+    confirm = f"/follows/topics/{topic.slug}/confirm/"
+    assert response["Location"] == f"/accounts/login/?next={confirm}"
     assert not Follow.objects.exists()
     login_page = client.get(response["Location"]).content.decode()
-    assert f'name="next" value="/topics/{topic.slug}/"' in login_page
+    assert f'name="next" value="{confirm}"' in login_page
 
 
 def test_follow_and_unfollow_then_back_to_the_topic_page(client):
@@ -138,29 +139,44 @@ def test_the_rendered_form_posts_with_its_csrf_token():
     assert Follow.objects.filter(user=user, topic=topic).exists()
 
 
-def test_login_page_returns_to_the_topic_and_logout_comes_back(client):
+def test_login_keeps_the_follow_intent_and_logout_comes_back(client):
     # allauth logs in by email, and only once the address is verified.
-    ReaderFactory(email="reader@example.org")
+    reader = ReaderFactory(email="reader@example.org")
     topic = TopicFactory()
     login_url = client.post(follow_url(topic), {"action": "follow"})["Location"]
+    confirm = f"/follows/topics/{topic.slug}/confirm/"
 
     response = client.post(
         login_url,
-        {
-            "login": "reader@example.org",
-            "password": READER_PASSWORD,
-            "next": topic.get_absolute_url(),
-        },
+        {"login": "reader@example.org", "password": READER_PASSWORD, "next": confirm},
     )
     assert response.status_code == 302
+    assert response["Location"] == confirm
+    assert not Follow.objects.exists()  # logging in alone follows nothing (no GET writes)
+    page = client.get(confirm).content.decode()
+    assert f"Follow {topic.display_name}?" in page and 'value="follow"' in page
+    response = client.post(follow_url(topic), {"action": "follow"})
     assert response["Location"] == topic.get_absolute_url()
+    assert Follow.objects.filter(user=reader, topic=topic).exists()
+    assert "You follow" in client.get(confirm).content.decode()
     page = client.get(topic.get_absolute_url()).content.decode()
-    assert "reader@example.org" in page and "Log out" in page
-    assert not Follow.objects.exists()  # logging in does not replay the follow
+    assert "reader@example.org" in page and "Unfollow this topic" in page
 
     response = client.post("/accounts/logout/", {"next": topic.get_absolute_url()})
     assert response["Location"] == topic.get_absolute_url()
     assert "Log in" in client.get(topic.get_absolute_url()).content.decode()
+
+
+def test_confirm_page_needs_a_login_and_a_known_topic(client):
+    topic = TopicFactory()
+    confirm = f"/follows/topics/{topic.slug}/confirm/"
+    response = client.get(confirm)
+    assert response.status_code == 302
+    assert response["Location"] == f"/accounts/login/?next={confirm}"
+    client.force_login(UserFactory())
+    assert client.get("/follows/topics/no-such-topic/confirm/").status_code == 404
+    assert client.post(confirm).status_code == 405
+    assert not Follow.objects.exists()
 
 
 # --- in place, for static/js/follow.js --------------------------------------------------------
@@ -200,7 +216,10 @@ def test_an_anonymous_json_request_gets_401_with_the_login_url(client):
     topic = TopicFactory()
     response = client.post(follow_url(topic), {"action": "follow"}, **JSON)
     assert response.status_code == 401
-    assert response.json()["login_url"] == f"/accounts/login/?next=/topics/{topic.slug}/"
+    assert (
+        response.json()["login_url"]
+        == f"/accounts/login/?next=/follows/topics/{topic.slug}/confirm/"
+    )
     assert not Follow.objects.exists()
 
 
@@ -219,7 +238,7 @@ def test_anonymous_readers_get_a_link_to_log_in_and_come_back_not_a_form(client)
     page = client.get(topic.get_absolute_url()).content.decode()
 
     link = re.search(r'<a class="button-link" href="([^"]+)">Follow this topic', page)
-    assert link.group(1) == "/accounts/login/?next=/topics/graph-learning/"
+    assert link.group(1) == "/accounts/login/?next=/follows/topics/graph-learning/confirm/"
     assert "0 followers" in page
     # No form that posts, so nothing personal: one copy serves every anonymous reader.
     assert 'method="post"' not in page and "csrfmiddlewaretoken" not in page

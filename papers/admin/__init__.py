@@ -1,4 +1,4 @@
-"""Admin for papers: arXiv records (``papers``), near-duplicates (``duplicates``) and harvest
-runs (``harvest``)."""
+"""Admin for papers: arXiv records (``papers``), authors with their merges and splits
+(``authors``), near-duplicates (``duplicates``) and harvest runs (``harvest``)."""
 
-from . import duplicates, harvest, papers  # noqa: F401
+from . import authors, duplicates, harvest, papers  # noqa: F401

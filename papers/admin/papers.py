@@ -1,5 +1,6 @@
-"""Admin for arXiv records: papers (with their versions and first authors, read-only), categories,
-authors and affiliations. Knows nothing of topics (``papers`` is the bottom of the stack):
+"""Admin for arXiv records: papers (with their versions and first authors, read-only),
+categories and affiliations (authors: ``papers.admin.authors``). Knows nothing of topics
+(``papers`` is the bottom of the stack):
 ``topics.admin.papers`` extends :class:`PaperAdmin` with the topic filter and the assignments.
 
 Built for tables of millions of papers: no page counts every row (see
@@ -12,7 +13,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils.html import format_html, format_html_join
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
-from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperVersion
+from papers.models import Affiliation, Authorship, Category, Paper, PaperVersion
 from papers.parsers import split_dois
 from topicsite.paginators import EstimatedCountPaginator
 
@@ -194,14 +195,6 @@ class CategoryAdmin(admin.ModelAdmin):
     list_display = ["code", "name", "archive_name", "group_name", "is_active"]
     list_filter = ["is_active", "group_name"]
     search_fields = ["code", "name", "archive_name"]
-
-
-@admin.register(Author)
-class AuthorAdmin(admin.ModelAdmin):
-    list_display = ["name", "keyname", "forenames"]
-    search_fields = ["name"]
-    paginator = EstimatedCountPaginator
-    show_full_result_count = False
 
 
 @admin.register(Affiliation)

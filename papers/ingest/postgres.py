@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
+from papers.author_services import author_ids_current
 from papers.categories import category_ids_ensure
 from papers.models import Affiliation, Author, Authorship, Paper, PaperAffiliation, PaperVersion
 
@@ -254,12 +255,15 @@ def _copy_authors(cursor, plans: list[PaperPlan], author_parts: dict[str, dict[s
     if not plans:
         return
     names = sorted({author.name for plan in plans for author in plan.state.authors})
-    author_ids = _ids_by_name(
-        cursor,
-        "backfill_author",
-        _AUTHOR,
-        _AUTHOR_COLUMNS,
-        [_author_row(name, author_parts.get(name)) for name in names],
+    # A name a curator merged into another author credits that author.
+    author_ids = author_ids_current(
+        _ids_by_name(
+            cursor,
+            "backfill_author",
+            _AUTHOR,
+            _AUTHOR_COLUMNS,
+            [_author_row(name, author_parts.get(name)) for name in names],
+        )
     )
     affiliation_names = sorted(
         {name for plan in plans for author in plan.state.authors for name in author.affiliations}

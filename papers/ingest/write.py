@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models.constants import OnConflict
 
+from papers.author_services import author_ids_current
 from papers.categories import category_ids_ensure
 from papers.models import Affiliation, Author, Authorship, Paper, PaperAffiliation, PaperVersion
 from papers.records import ArxivRecord, ParseError
@@ -454,8 +455,9 @@ def _write_authors(plans: list[PaperPlan], author_parts: dict[str, dict[str, str
     affiliation_names = sorted(
         {name for plan in plans for author in plan.state.authors for name in author.affiliations}
     )
-    author_ids = _ids_by_name(
-        Author, names, lambda name: Author(name=name, **author_parts.get(name, {}))
+    # A name a curator merged into another author credits that author.
+    author_ids = author_ids_current(
+        _ids_by_name(Author, names, lambda name: Author(name=name, **author_parts.get(name, {})))
     )
     affiliation_ids = _ids_by_name(
         Affiliation, affiliation_names, lambda name: Affiliation(name=name)

@@ -13,7 +13,11 @@
     var button = form.querySelector('button[type="submit"]');
     var followers = form.querySelector(".followers");
     action.value = following ? "unfollow" : "follow";
-    button.textContent = following ? "Unfollow this topic" : "Follow this topic";
+    // Forms may name what they follow (an author's page: data-follow-label and
+    // data-unfollow-label); a topic's form names none.
+    button.textContent = following
+      ? form.dataset.unfollowLabel || "Unfollow this topic"
+      : form.dataset.followLabel || "Follow this topic";
     button.setAttribute("aria-pressed", following ? "true" : "false");
     if (followers) {
       followers.textContent = followerText(count);

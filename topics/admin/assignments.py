@@ -9,6 +9,7 @@ from django.db import IntegrityError
 from django.http import HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
+from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
@@ -55,14 +56,17 @@ class AssignmentAdmin(ArxivIdSearchMixin, SimpleHistoryAdmin):
     bulk actions are curator decisions made through the services."""
 
     change_list_template = "admin/topics/assignment/change_list.html"
+
+    class Media:
+        css = {"all": ["css/admin.css"]}  # columns that fit 1280 px (static/css/admin.css)
+
     list_display = [
         "paper_link",
         "topic",
         "source",
         "state",
-        "score",
-        "decided_by",
-        "decided_at",
+        "score_shown",
+        "decided",
         "decide",
     ]
     list_filter = [
@@ -106,6 +110,21 @@ class AssignmentAdmin(ArxivIdSearchMixin, SimpleHistoryAdmin):
                 if value != Assignment.State.PENDING
             ]
         return super().formfield_for_choice_field(db_field, request, **kwargs)
+
+    @admin.display(description="score", ordering="score")
+    def score_shown(self, assignment):
+        """The machine score in [0, 1] to three decimals ("0.462"; the change page has it
+        whole), or "—" for curator and import assignments, which have none."""
+        return "—" if assignment.score is None else f"{assignment.score:.3f}"
+
+    @admin.display(description="decided", ordering="decided_at")
+    def decided(self, assignment):
+        """Who decided and on which day ("ana, Dec 2, 2026"), one narrow column; "—" when no
+        person has."""
+        if assignment.decided_at is None:
+            return "—"
+        who = assignment.decided_by.get_username() if assignment.decided_by else "(deleted)"
+        return f"{who}, {date_format(assignment.decided_at, 'M j, Y')}"
 
     @admin.display(description="why")
     def why(self, assignment):

@@ -6,13 +6,15 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q
 
-from topics.admin.tree import tree_label, tree_order
+from topics.admin.tree import tree_depth, tree_label, tree_order
 from topics.models import Assignment, Topic
+from topicsite.admin_site import CURATORS_GROUP
 
 
 class TopicTreeListFilter(admin.SimpleListFilter):
-    """Pick a topic by walking down the tree: the roots first, then the chosen topic with its
-    ancestors and children, so the list stays short on a taxonomy of thousands."""
+    """Pick a topic from the whole tree: every topic, each after its parent, siblings by name,
+    indented by depth (``topics.admin.tree``). An unknown or malformed id is refused with a
+    message naming it (the admin's "invalid lookup" page, not a 500)."""
 
     title = "topic"
     parameter_name = "topic"
@@ -27,13 +29,13 @@ class TopicTreeListFilter(admin.SimpleListFilter):
         return self._selected_topic
 
     def lookups(self, request, model_admin):
-        selected = self._selected()
-        if selected is None:
-            shown = Topic.objects.roots()
-        else:
-            ancestor_ids = [int(pk) for pk in selected.path.split("/") if pk]
-            shown = Topic.objects.filter(Q(pk__in=ancestor_ids) | Q(parent=selected))
-        return [(str(topic.pk), tree_label(topic)) for topic in shown.order_by(tree_order())]
+        self._selected()  # a bad ?topic= is refused before the list is built
+        topics = Topic.objects.only("pk", "name", "short_name", "path", "active")
+        # Indented with em spaces, which browsers keep; the names still wrap between words.
+        return [
+            (str(topic.pk), "\u2003" * tree_depth(topic) + tree_label(topic).lstrip(" "))
+            for topic in topics.order_by(tree_order())
+        ]
 
     def queryset(self, request, queryset):
         selected = self._selected()
@@ -44,10 +46,11 @@ class TopicTreeListFilter(admin.SimpleListFilter):
 
 
 class AssignmentTopicFilter(TopicTreeListFilter):
-    """Assignments to the chosen topic itself (its children have their own)."""
+    """Assignments to the chosen topic or any of its descendants (a parent's list holds its
+    children's assignments, as its topic page holds their papers)."""
 
     def filter_for(self, queryset, topic):
-        return queryset.filter(topic=topic)
+        return queryset.filter(topic__in=Topic.objects.subtree(topic))
 
 
 class PaperTopicFilter(TopicTreeListFilter):
@@ -91,13 +94,18 @@ class ScoreRangeFilter(admin.SimpleListFilter):
 
 class DeciderFilter(admin.SimpleListFilter):
     """Who decided: you, any person (curator decisions), no one (machine-made), or one staff
-    member."""
+    member or curator."""
 
     title = "decided by"
     parameter_name = "decider"
 
     def lookups(self, request, model_admin):
-        staff = get_user_model().objects.filter(is_staff=True).order_by("username")
+        staff = (
+            get_user_model()
+            .objects.filter(Q(is_staff=True) | Q(groups__name=CURATORS_GROUP))
+            .distinct()
+            .order_by("username")
+        )
         return [
             ("me", "Me"),
             ("anyone", "Anyone (curator decisions)"),

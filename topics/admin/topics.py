@@ -146,6 +146,10 @@ class TopicAdmin(SimpleHistoryAdmin):
 
     form = TopicAdminForm
     change_form_template = "admin/topics/topic/change_form.html"
+
+    class Media:
+        css = {"all": ["css/admin.css"]}  # columns that fit 1280 px (static/css/admin.css)
+
     list_display = [
         "tree_name",
         "short_name",

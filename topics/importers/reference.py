@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
+from papers.author_services import author_ids_current
 from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category
 
@@ -324,7 +325,9 @@ def reference_page_import(*, data: dict) -> ImportResult:
     - each paper as one ``Paper`` keyed by :func:`reference_import_key` (it has no arXiv
       identifier): ``submitted`` = ``published``, primary category, title, abstract, the shown
       authors (``Authorship``) and affiliations (``PaperAffiliation``) in order,
-      ``author_count``/``affiliation_count`` = shown + more;
+      ``author_count``/``affiliation_count`` = shown + more; papers are created from the last
+      listed to the first, so a topic's newest-first order (submitted, then id, descending)
+      lists same-day papers as the page did;
     - each paper's topics as accepted ``import`` assignments (score ``None``); an ``import``
       assignment the data no longer lists is removed. Curator decisions are left alone.
 
@@ -363,14 +366,18 @@ def reference_page_import(*, data: dict) -> ImportResult:
                     result, name=name, slug=_reference_slug(name), parent=None, enforce=False
                 )
 
-        author_ids = _names_ensure(Author, (n for p in page.papers for n in p.authors_shown))
+        author_ids = author_ids_current(
+            _names_ensure(Author, (n for p in page.papers for n in p.authors_shown))
+        )
         affiliation_ids = _names_ensure(
             Affiliation, (n for p in page.papers for n in p.affiliations_shown)
         )
         keys = {reference_import_key(p.title): p for p in page.papers}
         stored = {p.import_key: p for p in Paper.objects.filter(import_key__in=keys)}
         wanted_assignments: set[tuple[int, int]] = set()
-        for key, item in keys.items():
+        # Pages list papers newest first, and same-day papers by id descending: created
+        # from the bottom of the page up, same-day papers keep the page's order.
+        for key, item in reversed(keys.items()):
             paper, changed = _reference_paper_upsert(
                 stored.get(key), key=key, item=item, category=categories[item.primary_category]
             )

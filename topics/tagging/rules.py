@@ -29,11 +29,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "And",
+    "Not",
+    "Or",
+    "QueryNode",
     "Rule",
     "RuleIndex",
     "RuleSyntaxError",
     "compile_rule",
+    "Term",
     "fold",
+    "parse_query",
     "rule_index",
     "rule_terms",
 ]
@@ -116,8 +122,9 @@ def _tokenize(query: str) -> list[_Token]:
 
 MAX_NESTING = 50
 
-# The parsed query is a tree of tuples: ("term", regex, literal) | ("not", node) |
-# ("and"|"or", [nodes]); ``literal`` is a substring every match contains.
+# The parsed query is a tree of tuples: ("term", regex, literal, kind, text) | ("not", node) |
+# ("and"|"or", [nodes]); ``literal`` is a substring every match contains; ``kind`` is "word",
+# "prefix" or "phrase" and ``text`` the folded word, stem or phrase (words one space apart).
 _Node = tuple
 
 
@@ -222,9 +229,9 @@ def _word_term(token: _Token) -> _Node:
         raise RuleSyntaxError("'*' is only allowed at the end of a word", token.position)
     if word.endswith("*"):
         stem = fold(word[:-1])
-        return ("term", _starting(stem) + r"\w*" + _AFTER, stem)
+        return ("term", _starting(stem) + r"\w*" + _AFTER, stem, "prefix", stem)
     folded = fold(word)
-    return ("term", _starting(folded) + _AFTER, folded)
+    return ("term", _starting(folded) + _AFTER, folded, "word", folded)
 
 
 def _phrase_term(token: _Token) -> _Node:
@@ -232,7 +239,7 @@ def _phrase_term(token: _Token) -> _Node:
     if not words:
         raise RuleSyntaxError("empty quotes", token.position)
     rest = "".join(r"\s+" + re.escape(word) for word in words[1:])
-    return ("term", _starting(words[0]) + rest + _AFTER, words[0])
+    return ("term", _starting(words[0]) + rest + _AFTER, words[0], "phrase", " ".join(words))
 
 
 def _starting(literal: str) -> str:
@@ -287,6 +294,52 @@ class Rule:
 
     def __repr__(self):
         return f"Rule({self.query!r})"
+
+
+@dataclass(frozen=True)
+class Term:
+    """A term of a parsed query: ``kind`` ``"word"``, ``"prefix"`` (``agent*``, ``text`` the
+    stem) or ``"phrase"`` (``text`` its words one space apart); ``text`` is folded."""
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: QueryNode
+
+
+@dataclass(frozen=True)
+class And:
+    operands: tuple[QueryNode, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    operands: tuple[QueryNode, ...]
+
+
+QueryNode = Term | Not | And | Or
+
+
+def _public(node: _Node) -> QueryNode:
+    kind = node[0]
+    if kind == "term":
+        return Term(node[3], node[4])
+    if kind == "not":
+        return Not(_public(node[1]))
+    operands = tuple(_public(child) for child in node[1])
+    return And(operands) if kind == "and" else Or(operands)
+
+
+def parse_query(query: str) -> QueryNode | None:
+    """``query`` (the syntax above) as a tree of :class:`Term`, :class:`Not`, :class:`And` and
+    :class:`Or`; ``None`` for a blank query. The one parser behind topic rules, saved
+    searches, the search page and the API's ``q``, so all four take the same language and
+    give the same errors. Raises :class:`RuleSyntaxError` as :func:`compile_rule` does."""
+    tree = _Parser(query).parse()
+    return None if tree is None else _public(tree)
 
 
 def compile_rule(query: str) -> Rule:

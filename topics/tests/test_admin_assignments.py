@@ -2,6 +2,8 @@
 queue, bulk decisions, moving papers to another topic, re-tagging, and adding or changing one
 assignment as a curator decision."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -87,13 +89,27 @@ def test_an_unknown_decider_is_the_admins_invalid_filter_redirect(
     assert response.status_code == 302 and "e=1" in response["Location"]
 
 
-def test_the_topic_filter_walks_down_the_tree(curator_client, tree, assignments):
+def test_the_topic_filter_lists_every_topic_as_a_tree_by_name(curator_client, tree, assignments):
     page = curator_client.get(reverse(ASSIGNMENTS)).content.decode()
-    assert f"?topic={tree['agents'].pk}" in page
-    assert f"?topic={tree['search'].pk}" not in page  # not a root
-    page = curator_client.get(reverse(ASSIGNMENTS), {"topic": tree["planning"].pk}).content
-    assert f"topic={tree['search'].pk}" in page.decode()  # a child of the chosen topic
+    filter_html = page[page.index('id="changelist-filter"') :]
+    # Every topic, children included, each after its parent, siblings by name (not by id as
+    # text: the tree's ids run past 9, and "Tool use" was made before "Planning"'s child).
+    order = [int(pk) for pk in re.findall(r'href="\?topic=(\d+)"', filter_html)]
+    expected = ["agents", "planning", "search", "tool-use", "language"]
+    wanted = [tree[name].pk for name in expected]
+    assert [pk for pk in order if pk in wanted] == wanted
+    assert f'href="?topic={tree["search"].pk}">\u2003\u2003Search</a>' in filter_html
     assert curator_client.get(reverse(ASSIGNMENTS), {"topic": "nope"}).status_code == 302
+
+
+def test_filtering_by_a_parent_includes_its_descendants(curator_client, tree, assignments):
+    under_agents = set(listed(curator_client, topic=tree["agents"].pk))
+    assert under_agents == set(assignments.values())  # planning's and search's, all of them
+    assert set(listed(curator_client, topic=tree["search"].pk)) == {
+        assignments["mid"],
+        assignments["grace"],
+    }
+    assert listed(curator_client, topic=tree["language"].pk) == []
 
 
 def test_bulk_accept_and_reject_are_curator_decisions_with_history(

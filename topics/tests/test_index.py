@@ -164,7 +164,7 @@ def test_tree_orders_children_by_name_with_distinct_counts_momentum_and_sparklin
     assert "LLM: Large Language Model 4 papers 3 in the last four weeks, up 200%" in text
     assert "Alpha 3 papers 3 in the last four weeks, new" in text
     assert "beta 2 papers 1 in the last four weeks, no change" in text
-    assert "Gamma 0 papers 0 in the last four weeks" in text
+    assert "Gamma 0 papers No new papers in the last four weeks" in text
     nested = re.search(
         rf'(?s)<a href="{root.get_absolute_url()}">.*?<ul class="topic-tree">(.*?)</ul>', page
     ).group(1)

@@ -137,8 +137,7 @@ def test_empty_database_uses_today_and_reports_nothing():
     assert (m.recent, m.before, m.change_pct, m.share) == (0, 0, None, 0.0)
     assert len(m.weeks) == 12
     assert momentum_sentence(m) == (
-        "0 papers in the last four weeks, none in the four weeks before either. "
-        "0% of all new papers."
+        "No new papers in the last four weeks, nor in the four weeks before."
     )
 
 
@@ -233,8 +232,7 @@ def test_sentence_matches_the_reference_wording():
             3,
             -100,
             0.0,
-            "0 papers in the last four weeks, down 100% on the four weeks before. "
-            "0% of all new papers.",
+            "No new papers in the last four weeks (3 in the four weeks before).",
         ),
         (
             3,

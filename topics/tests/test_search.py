@@ -16,6 +16,7 @@ from papers.tests.conftest import SNAPSHOT_HEAD
 from papers.tests.factories import CategoryFactory, PaperFactory
 from topics import search
 from topics.search import fuse, has_searchable_words, papers_search, query_parts
+from topics.tagging.rules import And, Not, RuleSyntaxError, Term
 from topics.tests.factories import AssignmentFactory, TopicFactory
 
 pytestmark = pytest.mark.django_db
@@ -138,7 +139,7 @@ def test_vectors_of_another_model_count_as_none(corpus):
     assert results.mode == "keyword" and results.ranked == []
 
 
-@pytest.mark.parametrize("q", ["", "   ", "the of and", "!!! ???", '"', "- OR"])
+@pytest.mark.parametrize("q", ["", "   ", "the of and", "!!! ???", '"!"', "-the", "(of) OR the"])
 def test_a_query_without_a_searchable_word_finds_nothing_in_every_mode(corpus, q):
     for mode in search.MODES:
         assert papers_search(q=q, mode=mode).ranked == []
@@ -198,12 +199,21 @@ def test_a_query_of_exclusions_alone_is_answered_by_keywords(corpus):
 
 
 def test_query_parts_split_what_is_asked_from_what_is_excluded():
-    assert query_parts('agents -"tool use" OR planning -web') == (
-        "agents OR planning",
-        '-"tool use" -web',
-    )
-    assert query_parts("plain words") == ("plain words", "")
-    assert query_parts('- -"" "open') == ('"open"', "")
+    positive, excluded = query_parts('agents -"tool use" OR planning -web')
+    # OR binds looser than the space: (agents -"tool use") OR (planning -web); no negation
+    # binds the whole query.
+    assert positive == "agents planning"
+    assert excluded is None
+    positive, excluded = query_parts('(agents OR planning) -"tool use" NOT web*')
+    assert positive == "agents planning"
+    assert excluded == And((Not(Term("phrase", "tool use")), Not(Term("prefix", "web"))))
+    assert query_parts("Plain Words") == ("plain words", None)
+    assert query_parts("   ") == ("", None)
+
+
+def test_a_malformed_query_raises_with_its_position(db):
+    with pytest.raises(RuleSyntaxError, match="unclosed quote at position 7"):
+        papers_search(q='agents "tool')
 
 
 @pytest.mark.parametrize("excluded", ["-the", '-"of the"', "-!!"])

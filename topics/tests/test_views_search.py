@@ -12,12 +12,7 @@ import pytest
 from papers.tests.factories import CategoryFactory, PaperFactory
 from topics import search_page as page_module
 from topics.search import papers_search
-from topics.search_page import (
-    cards_highlight,
-    query_terms,
-    rule_query_as_websearch,
-    words_query,
-)
+from topics.search_page import cards_highlight, highlight_terms, words_query
 from topics.tagging.rules import compile_rule
 from topics.tests.factories import AssignmentFactory, TopicFactory
 
@@ -134,14 +129,34 @@ def test_a_hostile_query_is_escaped_in_the_page(client, papers):
 
 
 def test_prefix_highlights_every_word_it_begins():
-    words, prefixes = query_terms('agent* "tool use" -survey NOT graphs OR (planning)')
+    words, prefixes = highlight_terms('agent* "tool use" -survey NOT graphs OR (planning)')
     assert prefixes == "agent"
     assert words == "tool use planning"
 
 
-def test_rule_queries_become_websearch():
-    assert rule_query_as_websearch("(agent* OR planner) NOT survey") == ("agent OR planner -survey")
-    assert rule_query_as_websearch('"tool use" AND -graphs') == '"tool use" -graphs'
+def test_the_ranking_reads_the_whole_query_language():
+    """Grouping, prefixes and NOT reach the ranking as written: the search page and the API
+    take the saved searches' language, not a websearch approximation of it."""
+    found = {
+        name: PaperFactory(title=title, abstract=abstract)
+        for name, title, abstract in [
+            ("agentic", "Agentic workflows", "Planning with tools."),
+            ("planner", "A planner for robots", "Motion planning with graphs."),
+            ("survey", "Agentic systems: a survey", "We review the field."),
+            ("other", "Diphoton production", "Cross sections at the LHC."),
+        ]
+    }
+
+    def keyword(q):
+        ranked = papers_search(q=q, mode="keyword").ranked
+        return {name for name, paper in found.items() if paper.pk in dict(ranked)}
+
+    assert keyword("(agent* OR planner) NOT survey") == {"agentic", "planner"}
+    assert keyword("agent*") == {"agentic", "survey"}
+    # (a OR b) c is not a OR (b c).
+    assert keyword("(agentic OR planner) graphs") == {"planner"}
+    assert keyword("agentic OR planner graphs") == {"agentic", "survey", "planner"}
+    assert keyword('"motion planning" -graphs') == set()
 
 
 def test_words_query_always_parses():

@@ -177,8 +177,12 @@ def test_card_shows_date_category_abstract_authors_affiliations_and_chips(client
     # The full abstract as paragraphs, escaped once (not "&lt;p&gt;" shown as text).
     assert "<p>A second paragraph.</p>" in details.group(2)
     assert details.group(2).strip().startswith("<p>word0 ") and "&lt;p&gt;" not in card
-    names = [a.author.name for a in paper.authorships.order_by("position")]
-    assert ", ".join(names) + " +13" in card_text
+    authors = [a.author for a in paper.authorships.order_by("position")]
+    # Each name links to its author page (the tags around a name leave a space before commas
+    # in this plain-text reading).
+    assert ", ".join(a.name for a in authors) + " +13" in card_text.replace(" ,", ",")
+    for author in authors:
+        assert f'<a href="{author.get_absolute_url()}">{author.name}</a>' in card
     affiliations = [a.affiliation.name for a in paper.paper_affiliations.order_by("position")]
     assert "; ".join(affiliations) + " +9" in card_text
     chips = re.findall(r'<li><a href="(/topics/[^"]+/)">([^<]+)</a></li>', card)

@@ -19,7 +19,8 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin, its site letting the Curators group in (topicsite/admin_site.py).
+    "topicsite.apps.TopicsiteAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -27,6 +28,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django.contrib.postgres",
+    "django.contrib.sitemaps",
     "django_celery_beat",
     "simple_history",
     "allauth",
@@ -222,6 +224,10 @@ DIGESTS_MAX_ATTEMPTS = env_int("DIGESTS_MAX_ATTEMPTS", 5, minimum=1)
 DIGESTS_WINDOW_OVERLAP_MINUTES = env_int("DIGESTS_WINDOW_OVERLAP_MINUTES", 24 * 60, minimum=0)
 # Papers listed per follow in an email; the rest are counted with a link to the site.
 DIGESTS_PAPERS_PER_FOLLOW = env_int("DIGESTS_PAPERS_PER_FOLLOW", 25, minimum=1)
+# The "For you" section of a digest: at most this many picks (0: no section).
+DIGESTS_FOR_YOU_PICKS = env_int("DIGESTS_FOR_YOU_PICKS", 5, minimum=0)
+# "For you" (/for-you/ and digests) picks among papers submitted in the last this many days.
+FOR_YOU_DAYS = env_int("FOR_YOU_DAYS", 14, minimum=1)
 # How long (days) the unsubscribe links in a digest keep working.
 DIGESTS_UNSUBSCRIBE_MAX_AGE_DAYS = env_int("DIGESTS_UNSUBSCRIBE_MAX_AGE_DAYS", 180, minimum=1)
 

@@ -117,9 +117,18 @@ ROUTES: dict[str, Route] = {
     "topic-feed:atom": page(READ, kwargs=lambda w: SLUG),
     "papers:detail": page(READ, kwargs=lambda w: {"arxiv_id": w["paper"].arxiv_id}),
     "papers:detail-local": page(READ, kwargs=lambda w: {"pk": w["local_paper"].pk}),
+    "topics:sitemap": page(READ),
+    "topics:sitemap-section": page(READ, kwargs=lambda w: {"section": "topics"}),
+    "topics:robots": page(READ),
+    "authors:detail": page(READ, kwargs=lambda w: {"pk": w["author"].pk, "slug": w["author"].slug}),
+    "authors:detail-id": page(every(301), kwargs=lambda w: {"pk": w["author"].pk}),
     # --- follows and the feed: the signed-in user's own; others' objects are 404
     "follows:list": page(signed_in(200), post=every(405)),
     "follows:toggle": page(every(405), post=signed_in(302), kwargs=lambda w: SLUG),
+    "follows:confirm": page(signed_in(200), post=every(405), kwargs=lambda w: SLUG),
+    "follows:author-toggle": page(
+        every(405), post=signed_in(302), kwargs=lambda w: {"pk": w["author"].pk}
+    ),
     "follows:search-create": page(every(405), post=signed_in(400)),
     "follows:frequency": page(
         every(405), post=signed_in(404), kwargs=lambda w: {"pk": w["owner_follow"].pk}
@@ -288,7 +297,7 @@ ADMIN_MODELS: dict[str, set[str]] = {
     "account.emailaddress": set(),
     "papers.harvestrun": set(),
     "papers.category": {"view"},
-    "papers.author": {"view"},
+    "papers.author": {"view", "change"},
     "papers.affiliation": set(),
     "papers.paper": {"view"},
     "topics.topic": {"view", "add", "change"},
@@ -344,7 +353,7 @@ def world(db):
         window_start="2026-08-01",
         window_end="2026-09-29",
     )
-    AuthorshipFactory(paper=paper)
+    authorship = AuthorshipFactory(paper=paper)
     PaperAffiliationFactory(paper=paper)
     SearchMatch.objects.create(follow=owner_follow, paper=paper)
     Digest.objects.create(user=owner, period=Digest.Period.DAILY, period_end="2026-09-29")
@@ -361,6 +370,7 @@ def world(db):
         "topic": topic,
         "paper": paper,
         "local_paper": local_paper,
+        "author": authorship.author,
         "assignment": assignment,
         "owner": owner,
         "owner_follow": owner_follow,

@@ -1,0 +1,190 @@
+"""The author page (topics.authors, topics.author_views): stable address, redirects, what it
+shows, bad input, and a query count that does not grow with the author's papers."""
+
+import datetime as dt
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from papers.author_services import authors_merge
+from papers.models import Affiliation, Author
+from papers.tests.factories import AuthorFactory, AuthorshipFactory, CategoryFactory, PaperFactory
+from topics.authors import AUTHOR_PAPERS_PER_PAGE, author_momentum
+from topics.services import topic_create
+from topics.tests.factories import AssignmentFactory
+
+pytestmark = pytest.mark.django_db
+
+NEWEST = dt.date(2026, 9, 29)
+
+
+@pytest.fixture
+def topics():
+    parent = topic_create(name="Large Language Model", slug="llm", short_name="LLM")
+    agents = topic_create(name="Agent Training", slug="agent-training", parent=parent)
+    vision = topic_create(name="Vision", slug="vision")
+    return {"llm": parent, "agents": agents, "vision": vision}
+
+
+def authored(author, *, submitted=NEWEST, position=0, coauthors=(), affiliations=(), topics=()):
+    """A paper by ``author`` at ``position`` with ``coauthors`` after it."""
+    paper = PaperFactory(submitted=submitted, primary_category=CategoryFactory(code="cs.CL"))
+    mine = AuthorshipFactory(paper=paper, author=author, position=position)
+    for name in affiliations:
+        mine.affiliations.add(Affiliation.objects.get_or_create(name=name)[0])
+    for offset, coauthor in enumerate(coauthors, start=1):
+        AuthorshipFactory(paper=paper, author=coauthor, position=position + offset)
+    paper.author_count = 1 + len(coauthors)
+    paper.save()
+    for topic in topics:
+        AssignmentFactory(paper=paper, topic=topic)
+    return paper
+
+
+def fill(author, topics, *, papers, start=NEWEST):
+    alice = AuthorFactory(name="Alice Liddell")
+    bob = AuthorFactory(name="Bob Ross")
+    for n in range(papers):
+        authored(
+            author,
+            submitted=start - dt.timedelta(days=n),
+            coauthors=[alice] + ([bob] if n % 2 else []),
+            affiliations=["MIT"] if n % 3 else ["MIT", "Tsinghua"],
+            topics=[topics["agents"]] if n % 2 else [topics["agents"], topics["vision"]],
+        )
+
+
+def test_page_shows_papers_coauthors_affiliations_topics_and_momentum(client, topics):
+    author = AuthorFactory(name="Zoë Quantum")
+    fill(author, topics, papers=6)
+    response = client.get(author.get_absolute_url())
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Zoë Quantum" in page
+    # Co-authors, most shared papers first, linked to their pages.
+    alice = Author.objects.get(name="Alice Liddell")
+    bob = Author.objects.get(name="Bob Ross")
+    assert page.index(alice.get_absolute_url()) < page.index(bob.get_absolute_url())
+    coauthors = {c.name: c.papers for c in response.context["data"].coauthors}
+    assert coauthors == {"Alice Liddell": 6, "Bob Ross": 3}
+    affiliations = {a.name: a.papers for a in response.context["data"].affiliations}
+    assert affiliations == {"MIT": 6, "Tsinghua": 2}
+    topic_counts = {t.name: t.papers for t in response.context["data"].topics}
+    assert topic_counts == {"Agent Training": 6, "Vision": 3}
+    assert 'href="/topics/agent-training/"' in page
+    assert "6 papers in the last four weeks" in page
+    assert 'class="sparkline"' in page
+    assert "Follow this author" in page
+
+
+def test_papers_are_newest_first_and_paged(client, topics):
+    author = AuthorFactory(name="Prolific Person")
+    fill(author, topics, papers=AUTHOR_PAPERS_PER_PAGE + 2)
+    first = client.get(author.get_absolute_url())
+    cards = first.context["data"].page.papers
+    assert len(cards) == AUTHOR_PAPERS_PER_PAGE
+    assert [c.submitted for c in cards] == sorted((c.submitted for c in cards), reverse=True)
+    assert 'rel="next" href="?page=2"' in first.content.decode()
+    second = client.get(author.get_absolute_url() + "?page=2")
+    assert len(second.context["data"].page.papers) == 2
+    past = client.get(author.get_absolute_url() + "?page=99")
+    assert past.context["data"].page.number == 2
+
+
+@pytest.mark.parametrize("raw", ["x", "0", "-1", "1.5", "1234567", "%C2%B2"])
+def test_a_bad_page_number_is_a_400_naming_page(client, raw):
+    author = AuthorFactory(name="Someone")
+    response = client.get(f"{author.get_absolute_url()}?page={raw}")
+    assert response.status_code == 400
+    assert "page must be a positive whole number" in response.content.decode()
+
+
+def test_wrong_or_missing_slug_redirects_permanently_keeping_the_page(client):
+    author = AuthorFactory(name="Naoum C. Bacalis")
+    assert author.get_absolute_url() == f"/authors/{author.pk}-naoum-c-bacalis/"
+    response = client.get(f"/authors/{author.pk}-someone-else/?page=2")
+    assert response.status_code == 301
+    assert response["Location"] == f"/authors/{author.pk}-naoum-c-bacalis/?page=2"
+    assert client.get(f"/authors/{author.pk}/")["Location"] == author.get_absolute_url()
+
+
+def test_a_name_without_latin_letters_gets_a_placeholder_slug(client):
+    author = AuthorFactory(name="王伟")
+    assert author.get_absolute_url() == f"/authors/{author.pk}-author/"
+    assert client.get(author.get_absolute_url()).status_code == 200
+
+
+def test_a_merged_authors_old_id_redirects_to_the_survivor(client):
+    curator = get_user_model().objects.create_user("cur", "cur@example.org", "pw")
+    survivor = AuthorFactory(name="John Smith")
+    variant = AuthorFactory(name="J. Smith")
+    authors_merge(authors=[variant], survivor=survivor, user=curator)
+    response = client.get(f"/authors/{variant.pk}-j-smith/")
+    assert response.status_code == 301
+    assert response["Location"] == survivor.get_absolute_url()
+
+
+@pytest.mark.parametrize(
+    "path", ["/authors/987654-nobody/", "/authors/99999999999999999999999-x/", "/authors/x-y/"]
+)
+def test_unknown_authors_are_404(client, path):
+    response = client.get(path)
+    assert response.status_code == 404
+
+
+def test_unknown_author_404_names_the_id(client, settings):
+    settings.DEBUG = False
+    response = client.get("/authors/987654-nobody/")
+    assert response.status_code == 404
+    assert "No author has the id 987654." in response.content.decode()
+
+
+def test_withdrawn_papers_are_left_out(client, topics):
+    author = AuthorFactory(name="Careful Author")
+    authored(author, topics=[topics["agents"]])
+    withdrawn = authored(author, topics=[topics["agents"]])
+    withdrawn.withdrawn = True
+    withdrawn.save()
+    data = client.get(author.get_absolute_url()).context["data"]
+    assert data.page.paper_count == 1
+    assert [t.papers for t in data.topics] == [1]
+
+
+def test_momentum_counts_four_week_windows_and_twelve_weeks(topics):
+    author = AuthorFactory(name="Rising Star")
+    for days_ago in (0, 3, 10, 30):  # three in the last four weeks, one in the four before
+        authored(author, submitted=NEWEST - dt.timedelta(days=days_ago))
+    momentum = author_momentum(author=author, as_of=NEWEST)
+    assert (momentum.momentum.recent, momentum.momentum.before) == (3, 1)
+    assert momentum.sentence == "3 papers in the last four weeks, up 200% on the four weeks before."
+    assert len(momentum.weekly_counts) == 12 and sum(momentum.weekly_counts) == 4
+    assert momentum.sparkline_label.startswith("12-week papers: ")
+
+
+def test_query_count_does_not_grow_with_papers(client, topics, django_assert_max_num_queries):
+    small = AuthorFactory(name="Small Author")
+    fill(small, topics, papers=2)
+    big = AuthorFactory(name="Big Author")
+    fill(big, topics, papers=40)
+
+    def count(author):
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(author.get_absolute_url()).status_code == 200
+        return len(queries)
+
+    assert count(small) == count(big)
+    with django_assert_max_num_queries(12):
+        client.get(big.get_absolute_url())
+
+
+def test_paper_page_links_every_author_to_their_page(client):
+    paper = PaperFactory(title="Linked names", primary_category=CategoryFactory(code="cs.CL"))
+    authors = [AuthorFactory(name=f"Writer {n}") for n in range(4)]
+    for position, author in enumerate(authors):
+        AuthorshipFactory(paper=paper, author=author, position=position)
+    page = client.get(paper.get_absolute_url()).content.decode()
+    for author in authors:
+        assert f'<a href="{author.get_absolute_url()}">{author.name}</a>' in page
