@@ -257,8 +257,8 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
     batch's plan is copied (COPY) into a temporary table and applied by at most one INSERT,
     one UPDATE and one DELETE, each writing the history rows of exactly the rows it wrote in
     the same statement; other databases take the ORM with a few more statements. Called
-    outside a transaction with more than one batch, a writer thread on its own connection
-    writes each batch while the next is judged (:func:`_tag_pipelined`).
+    outside a transaction with more than one batch on PostgreSQL, a writer thread on its own
+    connection writes each batch while the next is judged (:func:`_tag_pipelined`).
     ``TOPICS_TAGGING_HISTORY`` (default on) records machine writes in the assignment history, one
     row per assignment written, in bulk per batch, with the change reason "tagging: rules and
     classifier vN" ("tagging: rules" without a classifier). Running it twice leaves the same
@@ -272,9 +272,14 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
     """
     tagger = _tagger()
     batches = chunked(sorted(set(paper_ids)), TAG_BATCH_SIZE)
-    if connection.in_atomic_block or len(paper_ids) <= TAG_BATCH_SIZE:
+    if (
+        connection.in_atomic_block
+        or connection.vendor != "postgresql"
+        or len(paper_ids) <= TAG_BATCH_SIZE
+    ):
         # Inside a caller's transaction the writes must share its connection (a second one
-        # would not see its uncommitted papers); one batch has nothing to overlap.
+        # would not see its uncommitted papers); SQLite has one writer and would make the
+        # readers wait; one batch has nothing to overlap.
         return sum(_tag_batch(batch, tagger) for batch in batches)
     return _tag_pipelined(batches, tagger)
 
