@@ -145,7 +145,9 @@ def test_saved_search_follows_are_in_the_digest(smtp_server):
 
     assert digest.paper_count == 1
     text, _ = parts(smtp_server.messages[0])
-    assert '“"tool use"”' in text and hit.title in text and "Unrelated" not in text
+    # The query's own quotes are shown once (Follow.label), not wrapped in another pair.
+    assert '== "tool use" (1 new) ==' in text and '“"tool use"”' not in text
+    assert hit.title in text and "Unrelated" not in text
 
 
 def test_an_empty_period_sends_nothing_and_the_next_one_still_sends(smtp_server):
