@@ -13,41 +13,17 @@ uncertain to join without a person's decision.
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
-from django.template.response import TemplateResponse
 from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
 from papers.author_services import author_split, authors_merge
 from papers.models import Author, Authorship
+from topicsite.admin_actions import ACTION_ITEMS_SHOWN, action_page
 from topicsite.paginators import EstimatedCountPaginator
 
-# Authors listed on an action's page; authorships offered by the split form.
-ITEMS_SHOWN = 100
+# Authorships offered by the split form.
 SPLIT_AUTHORSHIPS_SHOWN = 500
-
-
-def _action_page(model_admin, request, *, form, title, action, intro, items):
-    """The page an action shows before it acts (the selection, the form, Apply), in the
-    admin's shared action template; posting it runs the action again with ``apply``."""
-    items = list(items)
-    context = {
-        **model_admin.admin_site.each_context(request),
-        "title": title,
-        "intro": intro,
-        "opts": model_admin.opts,
-        "form": form,
-        "items": items[:ITEMS_SHOWN],
-        "items_hidden": max(len(items) - ITEMS_SHOWN, 0),
-        "action": action,
-        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-        "selected_ids": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
-        "select_across": request.POST.get("select_across", "0"),
-        "media": model_admin.media + form.media,
-    }
-    request.current_app = model_admin.admin_site.name
-    return TemplateResponse(request, "admin/topics/action_form.html", context)
 
 
 class AuthorChoiceField(forms.ModelChoiceField):
@@ -169,7 +145,7 @@ class AuthorAdmin(SimpleHistoryAdmin):
                     messages.SUCCESS,
                 )
                 return None
-        return _action_page(
+        return action_page(
             self,
             request,
             form=form,
@@ -179,7 +155,9 @@ class AuthorAdmin(SimpleHistoryAdmin):
                 "Merge only names of one person: nothing is deleted (merged authors stay as "
                 "name variants, in the history), and a split moves authorships back."
             ),
-            items=[f"{a.name} (#{a.pk})" for a in queryset.order_by("name", "pk")[:ITEMS_SHOWN]],
+            items=[
+                f"{a.name} (#{a.pk})" for a in queryset.order_by("name", "pk")[:ACTION_ITEMS_SHOWN]
+            ],
         )
 
     @admin.action(description="Split authorships off the selected author…", permissions=["change"])
@@ -209,7 +187,7 @@ class AuthorAdmin(SimpleHistoryAdmin):
                     messages.SUCCESS,
                 )
                 return None
-        return _action_page(
+        return action_page(
             self,
             request,
             form=form,

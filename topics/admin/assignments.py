@@ -18,7 +18,6 @@ from django.views.decorators.http import require_POST
 from simple_history.admin import SimpleHistoryAdmin
 
 from papers.admin.papers import ArxivIdSearchMixin
-from topics.admin.actions import ACTION_ITEMS_SHOWN, action_page
 from topics.admin.filters import (
     AssignmentTopicFilter,
     DeciderFilter,
@@ -35,6 +34,7 @@ from topics.assignments import (
 from topics.models import Assignment
 from topics.tagging.classifier import ClassifierLoadError, classifier_explain
 from topics.tagging.engine import papers_tag_enqueue
+from topicsite.admin_actions import ACTION_ITEMS_SHOWN, action_page
 from topicsite.paginators import EstimatedCountPaginator
 
 

@@ -13,10 +13,10 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from topics.admin.actions import action_page
 from topics.admin.tree import TopicTreeChoiceField
 from topics.emerging import emerging_cluster_adopt
 from topics.models import EmergingCluster, EmergingClusterPaper, Topic
+from topicsite.admin_actions import action_page
 
 
 class EmergingClusterPaperInline(admin.TabularInline):

@@ -18,7 +18,6 @@ from django.utils.text import Truncator
 from simple_history.admin import SimpleHistoryAdmin
 
 from papers.models import Paper
-from topics.admin.actions import action_page
 from topics.admin.history import assignment_history_rows, assignment_history_table
 from topics.admin.tree import TopicTreeChoiceField, tree_depth, tree_order
 from topics.models import Assignment, Topic
@@ -33,6 +32,7 @@ from topics.services import (
 from topics.tagging.engine import papers_tag_enqueue
 from topics.tagging.preview import rule_preview
 from topics.tagging.rules import RuleSyntaxError, compile_rule
+from topicsite.admin_actions import action_page
 
 # Every column of a topic but its key, its path and its creation time.
 EDITABLE_TOPIC_FIELDS = [

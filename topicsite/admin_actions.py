@@ -1,4 +1,5 @@
-"""The intermediate page an admin action shows before it acts (a form and Apply)."""
+"""The intermediate page an admin action shows before it acts (a form and Apply), for every
+app's admin (topics' curation actions, papers' author merge and split)."""
 
 from django.contrib.admin import helpers
 from django.template.response import TemplateResponse
