@@ -12,8 +12,8 @@ from digests.models import DigestItem
 from digests.services import digest_send
 from follows.models import LibraryItem
 from follows.services import follow_create
-from papers.models import PaperDuplicate, PaperEmbedding
-from papers.tests.factories import PaperFactory
+from papers.models import PaperDuplicate
+from papers.tests.factories import PaperFactory, embedding_near
 
 from .conftest import TopicFactory, UserFactory, paper_in, parts
 
@@ -27,16 +27,7 @@ LONG_ABSTRACT = " ".join(f"word{n:03d}" for n in range(200))  # 1,599 characters
 
 
 def embed(paper, direction, rng):
-    vector = np.asarray(direction, dtype=float) + rng.normal(scale=0.05, size=DIMENSION)
-    vector = (vector / np.linalg.norm(vector)).astype("<f4")
-    PaperEmbedding.objects.create(
-        paper=paper,
-        model="test-model",
-        dimension=DIMENSION,
-        text_sha256="0" * 64,
-        vector=vector.tobytes(),
-    )
-    return paper
+    return embedding_near(paper, direction, rng)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from follows.models import Follow, ForYouFeedback, LibraryItem
-from papers.models import PaperEmbedding
+from papers.tests.factories import embedding_near
 
 from .conftest import assign, make_paper
 from .test_browser_follow import signed_in_context
@@ -27,17 +27,7 @@ ABSTRACT = (
 
 
 def embedded(title, direction, rng, *, submitted=DAY):
-    paper = make_paper(title, abstract=ABSTRACT, submitted=submitted)
-    vector = np.asarray(direction, dtype=float) + rng.normal(scale=0.05, size=DIMENSION)
-    vector = (vector / np.linalg.norm(vector)).astype("<f4")
-    PaperEmbedding.objects.create(
-        paper=paper,
-        model="test-model",
-        dimension=DIMENSION,
-        text_sha256="0" * 64,
-        vector=vector.tobytes(),
-    )
-    return paper
+    return embedding_near(make_paper(title, abstract=ABSTRACT, submitted=submitted), direction, rng)
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from follows import for_you_selectors
 from follows.for_you_selectors import for_you_picks, for_you_ranking
 from follows.models import Follow, ForYouFeedback, LibraryItem
-from papers.models import Paper, PaperDuplicate, PaperEmbedding
+from papers.models import Paper, PaperDuplicate
+from papers.tests.factories import embedding_near
 
 from .conftest import assign, make_paper
 
@@ -32,16 +33,7 @@ PLANNING = np.eye(DIMENSION)[3]
 
 def embedded(title, direction, *, rng, submitted=NEWEST, **fields):
     paper = make_paper(title, abstract=f"{title}. " * 40, submitted=submitted, **fields)
-    vector = np.asarray(direction, dtype=float) + rng.normal(scale=0.05, size=DIMENSION)
-    vector = (vector / np.linalg.norm(vector)).astype("<f4")
-    PaperEmbedding.objects.create(
-        paper=paper,
-        model="test-model",
-        dimension=DIMENSION,
-        text_sha256="0" * 64,
-        vector=vector.tobytes(),
-    )
-    return paper
+    return embedding_near(paper, direction, rng)
 
 
 @pytest.fixture

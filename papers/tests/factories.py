@@ -3,8 +3,17 @@
 import datetime as dt
 
 import factory
+import numpy as np
 
-from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperAffiliation
+from papers.models import (
+    Affiliation,
+    Author,
+    Authorship,
+    Category,
+    Paper,
+    PaperAffiliation,
+    PaperEmbedding,
+)
 
 
 class CategoryFactory(factory.django.DjangoModelFactory):
@@ -90,5 +99,22 @@ def big_collaboration_paper(*, authors: int = 5000, **fields) -> Paper:
     PaperAffiliation.objects.bulk_create(
         PaperAffiliation(paper=paper, affiliation=institute, position=i)
         for i, institute in enumerate(institutes)
+    )
+    return paper
+
+
+def embedding_near(paper, direction, rng, *, scale: float = 0.05, model: str = "test-model"):
+    """Store for ``paper`` a unit vector near ``direction`` (a 1-D array; Gaussian noise of
+    standard deviation ``scale`` per component from the numpy Generator ``rng``) as its
+    ``PaperEmbedding`` of ``model``, and return the paper: papers placed in a known
+    neighbourhood for tests of similarity, clustering and "for you"."""
+    vector = np.asarray(direction, dtype=float) + rng.normal(scale=scale, size=len(direction))
+    vector = (vector / np.linalg.norm(vector)).astype("<f4")
+    PaperEmbedding.objects.create(
+        paper=paper,
+        model=model,
+        dimension=len(direction),
+        text_sha256="0" * 64,
+        vector=vector.tobytes(),
     )
     return paper

@@ -13,8 +13,7 @@ from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from papers.models import PaperEmbedding
-from papers.tests.factories import PaperFactory
+from papers.tests.factories import PaperFactory, embedding_near
 from topics.emerging import (
     cluster_terms,
     cluster_vectors,
@@ -55,16 +54,7 @@ QUANTUM = [
 
 def _embedded(title, abstract, direction, rng, *, submitted):
     paper = PaperFactory(title=title, abstract=abstract, submitted=submitted)
-    vector = direction + rng.normal(scale=0.08, size=DIMENSION)
-    vector = (vector / np.linalg.norm(vector)).astype("<f4")
-    PaperEmbedding.objects.create(
-        paper=paper,
-        model="test-model",
-        dimension=DIMENSION,
-        text_sha256="0" * 64,
-        vector=vector.tobytes(),
-    )
-    return paper
+    return embedding_near(paper, direction, rng, scale=0.08)
 
 
 @pytest.fixture
