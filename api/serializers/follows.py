@@ -1,21 +1,34 @@
-"""Serializers of ``me/follows/``: a follow of the signed-in user (a topic or a saved
-search), and what creating or changing one takes."""
+"""Serializers of ``me/follows/``: a follow of the signed-in user (a topic, an author or a
+saved search), and what creating or changing one takes."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
 from follows.models import Follow
+from papers.models import Author
 
 from .base import TopicSlugField
 
 
+class FollowedAuthorSerializer(serializers.ModelSerializer):
+    """An author as a follow names it: ``id`` (the author page is ``/authors/<id>-<slug>/``)
+    and ``name``."""
+
+    class Meta:
+        model = Author
+        fields = ["id", "name"]
+        read_only_fields = fields
+
+
 class FollowSerializer(serializers.ModelSerializer):
-    """A follow of the signed-in user: a topic (``kind`` ``topic``, ``topic`` its slug) or a
-    saved search (``kind`` ``search``: ``query`` in the topic-rule language, limited to
-    ``topics`` and/or ``categories`` when given)."""
+    """A follow of the signed-in user: a topic (``kind`` ``topic``, ``topic`` its slug), an
+    author (``kind`` ``author``, ``author`` its id and name) or a saved search (``kind``
+    ``search``: ``query`` in the topic-rule language, limited to ``topics`` and/or
+    ``categories`` when given)."""
 
     topic = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    author = FollowedAuthorSerializer(read_only=True, allow_null=True)
     topics = serializers.SlugRelatedField(
         source="topic_scope", slug_field="slug", many=True, read_only=True
     )
@@ -29,6 +42,7 @@ class FollowSerializer(serializers.ModelSerializer):
             "id",
             "kind",
             "topic",
+            "author",
             "query",
             "topics",
             "categories",
@@ -49,11 +63,18 @@ class FollowUpdateSerializer(serializers.Serializer):
 
 
 class FollowCreateSerializer(serializers.Serializer):
-    """What ``POST me/follows/`` takes: ``{"topic": "<slug>"}`` to follow a topic, or
-    ``{"query": "...", "topics": [<slug>...], "categories": [<code>...]}`` to save a search;
-    ``digest_frequency`` (``daily``/``weekly``/``off``, default weekly) for either."""
+    """What ``POST me/follows/`` takes: ``{"topic": "<slug>"}`` to follow a topic,
+    ``{"author": <id>}`` to follow an author, or ``{"query": "...", "topics": [<slug>...],
+    "categories": [<code>...]}`` to save a search; ``digest_frequency``
+    (``daily``/``weekly``/``off``, default weekly) for any."""
 
     topic = TopicSlugField(required=False, help_text="Slug of the topic to follow.")
+    author = serializers.PrimaryKeyRelatedField(
+        queryset=Author.objects.all(),
+        required=False,
+        help_text="Id of the author to follow (a merged-away name follows the author it was "
+        "merged into).",
+    )
     query = serializers.CharField(
         required=False,
         max_length=Follow.QUERY_MAX_LENGTH,
@@ -82,16 +103,25 @@ class FollowCreateSerializer(serializers.Serializer):
     )
 
     def validate(self, attrs):
-        has_topic, has_query = "topic" in attrs, bool(attrs.get("query", "").strip())
-        if has_topic and has_query:
-            raise serializers.ValidationError(
-                "Send either 'topic' (a topic slug) or 'query' (a saved search), not both."
+        given = [
+            name
+            for name, present in (
+                ("topic", "topic" in attrs),
+                ("author", "author" in attrs),
+                ("query", bool(attrs.get("query", "").strip())),
             )
-        if not (has_topic or has_query):
+            if present
+        ]
+        if len(given) > 1:
             raise serializers.ValidationError(
-                "Send 'topic' (a topic slug) or 'query' (a saved search)."
+                "Send one of 'topic' (a topic slug), 'author' (an author id) or 'query' (a "
+                f"saved search), not {' and '.join(repr(name) for name in given)}."
             )
-        extra = sorted({"topics", "categories"} & set(attrs)) if has_topic else []
+        if not given:
+            raise serializers.ValidationError(
+                "Send 'topic' (a topic slug), 'author' (an author id) or 'query' (a saved search)."
+            )
+        extra = sorted({"topics", "categories"} & set(attrs)) if given[0] != "query" else []
         if extra:
             raise serializers.ValidationError(
                 {name: "Only a saved search ('query') takes this." for name in extra}

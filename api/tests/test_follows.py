@@ -9,7 +9,7 @@ from api.services import token_create
 from api.tests.conftest import assert_error, expect, token_client
 from follows.models import Follow
 from follows.services import follow_create
-from papers.tests.factories import CategoryFactory
+from papers.tests.factories import AuthorFactory, CategoryFactory
 from topics.tests.factories import TopicFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -119,6 +119,33 @@ def test_follow_topic_is_idempotent_and_resolves_an_old_slug():
     assert Follow.objects.get().topic == topic
 
 
+def test_follow_author_is_idempotent_and_follows_the_survivor_of_a_merge():
+    user = UserFactory()
+    key = token_create(user=user, name="t").key
+    survivor = AuthorFactory(name="Ada Lovelace")
+    variant = AuthorFactory(name="A. Lovelace", merged_into=survivor)
+
+    first = token_client(key).post(FOLLOWS_URL, {"author": survivor.pk}, format="json")
+    again = token_client(key).post(FOLLOWS_URL, {"author": variant.pk}, format="json")
+
+    assert (first.status_code, again.status_code) == (201, 200), again.content
+    assert first.json() == again.json()
+    body = first.json()
+    assert (body["kind"], body["topic"], body["query"]) == ("author", None, "")
+    assert body["author"] == {"id": survivor.pk, "name": "Ada Lovelace"}
+    assert Follow.objects.get().author == survivor
+    listed = token_client(key).get(FOLLOWS_URL).json()["results"]
+    assert [item["author"] for item in listed] == [{"id": survivor.pk, "name": "Ada Lovelace"}]
+
+    TopicFactory(slug="agents")
+    both = token_client(key).post(
+        FOLLOWS_URL, {"topic": "agents", "author": survivor.pk}, format="json"
+    )
+    assert_error(both, 400, code="invalid_request")
+    assert "not 'topic' and 'author'" in str(both.json()["error"]["details"])
+    assert Follow.objects.count() == 1
+
+
 def test_saved_search_follow_through_the_service():
     user = UserFactory()
     key = token_create(user=user, name="t").key
@@ -153,7 +180,9 @@ def test_saved_search_follow_through_the_service():
     ("body", "field", "says"),
     [
         ({}, "non_field_errors", "Send 'topic'"),
-        ({"topic": "agents", "query": "x"}, "non_field_errors", "not both"),
+        ({"topic": "agents", "query": "x"}, "non_field_errors", "not 'topic' and 'query'"),
+        ({"author": 999_999}, "author", "Invalid pk"),
+        ({"author": "x"}, "author", "Incorrect type"),
         ({"topic": "nope"}, "topic", "No active topic has the slug 'nope'"),
         ({"topic": "agents", "topics": ["agents"]}, "topics", "Only a saved search"),
         ({"query": "(unclosed"}, "query", "does not parse"),

@@ -1,4 +1,4 @@
-"""``me/follows/``: the signed-in user's follows (topics and saved searches), and only
+"""``me/follows/``: the signed-in user's follows (topics, authors and saved searches), and only
 theirs. Every write goes through ``follows.services``, as the site's pages do."""
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from .base import INVALID, NOT_FOUND, UNAUTHENTICATED, PrivateAnswersMixin
 @extend_schema_view(
     list=extend_schema(
         summary="List your follows",
-        description="The signed-in user's follows, newest first: topics and saved searches.",
+        description="The signed-in user's follows, newest first: topics, authors and saved "
+        "searches.",
         responses={200: FollowSerializer(many=True), 401: UNAUTHENTICATED},
     ),
     retrieve=extend_schema(
@@ -31,11 +32,12 @@ from .base import INVALID, NOT_FOUND, UNAUTHENTICATED, PrivateAnswersMixin
         responses={200: FollowSerializer, 401: UNAUTHENTICATED, 404: NOT_FOUND},
     ),
     create=extend_schema(
-        summary="Follow a topic or save a search",
+        summary="Follow a topic or an author, or save a search",
         description=(
-            'Send `{"topic": "<slug>"}` to follow a topic (following it again returns the '
-            'existing follow, 200), or `{"query": "...", "topics": [...], "categories": [...]}` '
-            "to save a search. Needs a token (or a signed-in session and its CSRF token)."
+            'Send `{"topic": "<slug>"}` to follow a topic, `{"author": <id>}` to follow an '
+            "author (following either again returns the existing follow, 200), or "
+            '`{"query": "...", "topics": [...], "categories": [...]}` to save a search. Needs '
+            "a token (or a signed-in session and its CSRF token)."
         ),
         request=FollowCreateSerializer,
         responses={
@@ -79,7 +81,7 @@ class MyFollowViewSet(
             return Follow.objects.none()
         return (
             Follow.objects.filter(user=self.request.user)
-            .select_related("topic")
+            .select_related("topic", "author")
             .prefetch_related("topic_scope", "category_scope")
             .order_by("-created_at", "-pk")
         )
@@ -95,6 +97,12 @@ class MyFollowViewSet(
                 existed = existing.filter(topic=data["topic"]).exists()
                 follow = follow_services.follow_create(
                     user=request.user, topic=data["topic"], digest_frequency=frequency
+                )
+            elif "author" in data:
+                author = follow_services.author_current(data["author"])
+                existed = existing.filter(author=author).exists()
+                follow = follow_services.follow_author_create(
+                    user=request.user, author=author, digest_frequency=frequency
                 )
             else:
                 query = follow_services.normalise_query(data["query"])
