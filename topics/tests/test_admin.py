@@ -22,6 +22,9 @@ CURATOR_PERMISSIONS = {
     "papers.view_paper",
     "papers.view_category",
     "papers.view_author",
+    # Curators merge name variants of one person and split them (papers.admin.authors).
+    "papers.change_author",
+    "papers.view_historicalauthor",
     "papers.view_paperversion",
     "papers.view_authorship",
     "topics.view_topic",
