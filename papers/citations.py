@@ -247,18 +247,30 @@ def _bibtex_block(citation: Citation) -> Entry:
     return Entry("misc", bibtex_key(paper), [Field(name, value) for name, value in fields])
 
 
+# Bidi embedding, override and isolate controls and the direction marks: invisible, they
+# carry nothing a reference needs, and in a .bib or .ris file (or the page's Cite block) they
+# would reorder how the text around them reads. Right-to-left letters stay.
+_BIDI_CONTROLS = dict.fromkeys(
+    map(ord, "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+)
+
+
+def _without_bidi_controls(text: str) -> str:
+    return text.translate(_BIDI_CONTROLS)
+
+
 def _bibtex_write(blocks: list[Entry]) -> str:
     style = BibtexFormat()
     style.indent = "  "
     # No middleware: the values above carry their own braces (and ``month`` none).
     text = write_string(Library(blocks), unparse_stack=[], bibtex_format=style)
-    return text.rstrip("\n") + "\n" if text else ""
+    return _without_bidi_controls(text.rstrip("\n") + "\n") if text else ""
 
 
 def bibtex_entry(citation: Citation) -> str:
     """One ``@misc{…}`` entry (fields: title, author, year, month, eprint, archivePrefix,
     primaryClass, url, doi where known, note for withdrawn papers and journal references),
-    ending with a newline."""
+    ending with a newline; bidi control characters left out (right-to-left letters kept)."""
     return _bibtex_write([_bibtex_block(citation)])
 
 
@@ -337,7 +349,8 @@ def ris_entry(citation: Citation) -> str:
     """One RIS reference (``TY  - UNPB`` … ``ER  -``): title, every author as ``AU`` "Last,
     First", year and date, abstract, arXiv URL, PDF link (``L1``), DOI, the arXiv identifier
     (``AN``), notes (arXiv id, withdrawn, journal reference); each value on one line."""
-    return rispy.dumps([_ris_reference(citation)], implementation=_RisWriter).lstrip("\n")
+    text = rispy.dumps([_ris_reference(citation)], implementation=_RisWriter).lstrip("\n")
+    return _without_bidi_controls(text)
 
 
 def ris_document(citations: Iterable[Citation]) -> str:

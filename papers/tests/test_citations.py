@@ -128,6 +128,16 @@ def test_a_withdrawn_paper_says_so_and_has_no_pdf():
     assert "file_attachments1" not in ris
 
 
+def test_bidi_controls_are_left_out_and_right_to_left_names_kept():
+    paper = PaperFactory(arxiv_id="2401.00002", title="Safe title \u202etxet desrever")
+    citation = cited(paper, ["\u05e9\u05e8\u05d4 \u2067Levi"])
+
+    for text in (bibtex_entry(citation), ris_entry(citation)):
+        assert not set(text) & set("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067")
+        assert "Safe title txet desrever" in text
+        assert "\u05e9\u05e8\u05d4" in text  # the Hebrew forename stays
+
+
 def test_ris_reference_is_one_value_a_line():
     paper = PaperFactory(
         arxiv_id="2409.05555",
