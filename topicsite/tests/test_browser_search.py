@@ -214,7 +214,7 @@ def test_a_signed_in_reader_saves_the_search_into_follows(
     looks(page, screenshot, "signed-in-results")
     page.get_by_role("button", name="Save this search").click()
     page.wait_for_url("**/follows/")
-    expect(page.get_by_role("status")).to_contain_text("You now follow the search")
+    expect(page.locator("ul.messages")).to_contain_text("You now follow the search")
     follow = Follow.objects.get(user=reader, kind=Follow.Kind.SEARCH)
     assert follow.query == "agent*"
     assert list(follow.topic_scope.values_list("slug", flat=True)) == ["agents"]
