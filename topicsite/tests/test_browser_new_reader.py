@@ -144,7 +144,7 @@ def test_a_new_reader_signs_up_follows_reads_the_feed_gets_a_digest_and_unsubscr
     # New papers arrive in both topics; the feed shows them first, under today's date, each
     # card naming the follow that matched, then the older papers by day.
     new_titles = new_papers_arrive(FIRST, SECOND)
-    page.get_by_role("link", name="Feed").click()
+    page.get_by_role("link", name="Feed", exact=True).click()
     page.wait_for_url(f"{url}/feed/")
     days = page.locator("section.feed-day")
     expect(days.first.locator("h2 time")).to_have_attribute(
