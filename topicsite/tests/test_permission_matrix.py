@@ -129,6 +129,31 @@ ROUTES: dict[str, Route] = {
     "follows:author-toggle": page(
         every(405), post=signed_in(302), kwargs=lambda w: {"pk": w["author"].pk}
     ),
+    # --- the reader's library and "for you": the signed-in reader's own
+    "library:index": page(signed_in(200), post=every(405)),
+    "library:save": page(
+        every(405), post=signed_in(302), kwargs=lambda w: {"paper_id": w["paper"].pk}
+    ),
+    # Marking read and a note go on a paper in the reader's library; this one is in nobody's.
+    "library:read": page(
+        every(405), post=signed_in(404), kwargs=lambda w: {"paper_id": w["paper"].pk}
+    ),
+    "library:note": page(
+        every(405), post=signed_in(404), kwargs=lambda w: {"paper_id": w["paper"].pk}
+    ),
+    "library:export-bib": page(signed_in(200), post=every(405)),
+    "library:export-ris": page(signed_in(200), post=every(405)),
+    "library:export-csv": page(signed_in(200), post=every(405)),
+    "for_you:index": page(signed_in(200), post=every(405)),
+    "for_you:dismiss": page(
+        every(405), post=signed_in(302), kwargs=lambda w: {"paper_id": w["paper"].pk}
+    ),
+    # Citing a paper: anyone. Reporting a wrong topic: an unknown assignment is 404 for all.
+    "papers:cite-bib": page(READ, kwargs=lambda w: {"arxiv_id": w["paper"].arxiv_id}),
+    "papers:cite-ris": page(READ, kwargs=lambda w: {"arxiv_id": w["paper"].arxiv_id}),
+    "papers:cite-bib-local": page(READ, kwargs=lambda w: {"pk": w["local_paper"].pk}),
+    "papers:cite-ris-local": page(READ, kwargs=lambda w: {"pk": w["local_paper"].pk}),
+    "topics:report": page(every(405), post=every(404), kwargs=lambda w: {"pk": 999_999}),
     "follows:search-create": page(every(405), post=signed_in(400)),
     "follows:frequency": page(
         every(405), post=signed_in(404), kwargs=lambda w: {"pk": w["owner_follow"].pk}
