@@ -69,37 +69,49 @@ def follow_toggle(request, slug):
     404 for an unknown or inactive topic, 400 for any other ``action``; GET is 405.
     """
     topic = get_object_or_404(Topic.objects.active(), slug=slug)
+    return _follow_toggled(
+        request,
+        noun="topics",
+        login_next=_confirm_path(topic),
+        following=lambda: Follow.objects.filter(user=request.user, topic=topic).exists(),
+        follow=lambda: follow_create(user=request.user, topic=topic).topic.display_name,
+        unfollow=lambda: follow_delete(user=request.user, topic=topic) or topic.display_name,
+        follower_count=lambda: selectors.follower_count(topic=topic),
+        back=lambda: topic,
+    )
+
+
+def _follow_toggled(
+    request, *, noun, login_next, following, follow, unfollow, follower_count, back
+):
+    """The follow/unfollow answer shared by topics and authors: ``action`` ``follow`` or
+    ``unfollow`` (none: flip ``following()``); ``follow()`` / ``unfollow()`` act and return
+    the name to show; JSON ``{"following", "follower_count"}`` when asked for, else a message
+    and a redirect to ``back()``. Anonymous: to the login page and ``login_next`` (JSON 401);
+    any other ``action``: 400."""
     wants_json = _wants_json(request)
     if not request.user.is_authenticated:
         if wants_json:
-            login_url = redirect_to_login(_confirm_path(topic))["Location"]
+            login_url = redirect_to_login(login_next)["Location"]
             return JsonResponse(
-                {"error": "Log in to follow topics.", "login_url": login_url}, status=401
+                {"error": f"Log in to follow {noun}.", "login_url": login_url}, status=401
             )
-        return redirect_to_login(_confirm_path(topic))
+        return redirect_to_login(login_next)
     action = request.POST.get("action")
     if action is None:
-        following = Follow.objects.filter(user=request.user, topic=topic).exists()
-        action = "unfollow" if following else "follow"
+        action = "unfollow" if following() else "follow"
     if action == "follow":
-        follow_create(user=request.user, topic=topic)
-        message = f"You now follow {topic.display_name}."
+        message = f"You now follow {follow()}."
     elif action == "unfollow":
-        follow_delete(user=request.user, topic=topic)
-        message = f"You no longer follow {topic.display_name}."
+        message = f"You no longer follow {unfollow()}."
     else:
         if wants_json:
             return JsonResponse({"error": "action must be 'follow' or 'unfollow'."}, status=400)
         return HttpResponseBadRequest("action must be 'follow' or 'unfollow'.")
     if wants_json:
-        return JsonResponse(
-            {
-                "following": action == "follow",
-                "follower_count": selectors.follower_count(topic=topic),
-            }
-        )
+        return JsonResponse({"following": action == "follow", "follower_count": follower_count()})
     messages.success(request, message)
-    return redirect(topic)
+    return redirect(back())
 
 
 def _confirm_path(topic: Topic) -> str:
@@ -129,37 +141,23 @@ def follow_author_toggle(request, pk):
     merged into. 404 for an unknown author, 400 for any other ``action``; GET is 405.
     """
     author = get_object_or_404(Author, pk=pk)
-    wants_json = _wants_json(request)
-    if not request.user.is_authenticated:
-        if wants_json:
-            login_url = redirect_to_login(author.get_absolute_url())["Location"]
-            return JsonResponse(
-                {"error": "Log in to follow authors.", "login_url": login_url}, status=401
-            )
-        return redirect_to_login(author.get_absolute_url())
-    action = request.POST.get("action")
-    if action is None:
-        following = Follow.objects.filter(user=request.user, author=author).exists()
-        action = "unfollow" if following else "follow"
-    if action == "follow":
-        author = follow_author_create(user=request.user, author=author).author
-        message = f"You now follow {author.name}."
-    elif action == "unfollow":
-        follow_author_delete(user=request.user, author=author)
-        message = f"You no longer follow {author.name}."
-    else:
-        if wants_json:
-            return JsonResponse({"error": "action must be 'follow' or 'unfollow'."}, status=400)
-        return HttpResponseBadRequest("action must be 'follow' or 'unfollow'.")
-    if wants_json:
-        return JsonResponse(
-            {
-                "following": action == "follow",
-                "follower_count": selectors.author_follower_count(author=author),
-            }
-        )
-    messages.success(request, message)
-    return redirect(author)
+    # Following a merged-away name follows its survivor: the answer then speaks of that one.
+    current = [author]
+
+    def follow():
+        current[0] = follow_author_create(user=request.user, author=author).author
+        return current[0].name
+
+    return _follow_toggled(
+        request,
+        noun="authors",
+        login_next=author.get_absolute_url(),
+        following=lambda: Follow.objects.filter(user=request.user, author=author).exists(),
+        follow=follow,
+        unfollow=lambda: follow_author_delete(user=request.user, author=author) or author.name,
+        follower_count=lambda: selectors.author_follower_count(author=current[0]),
+        back=lambda: current[0],
+    )
 
 
 def _render_list(request, *, search_form=None, import_form=None, status=200):
