@@ -14,9 +14,12 @@ topic page, a paper page and ``/api/v1/papers/`` without pause through four phas
 4. **down**: Redis killed (connections refused): the no-cache reference.
 
 PASS: every request answered 200; while hung, the median request took at most twice the
-no-cache median plus 0.1 s, and the 95th percentile at most the no-cache one plus 0.5 s (one
-socket timeout per process and breaker period, 0.25 s, comes on top of a page); page-cache hits
-again in the resumed phase's second half.
+no-cache median plus 0.1 s, and at most ``workers x clients x (phase // breaker + 1)``
+requests, and fewer than half, were slower than the slowest no-cache one plus 0.1 s (each
+process's one trial call per breaker period waits a socket timeout, 0.25 s, and delays at
+most the clients queued behind it; a 95th percentile cannot say this at smoke size, where
+the two trials are 5% of the requests); page-cache hits again in the resumed phase's second
+half.
 
 Run: ``DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python
 drills/redis_hang.py [--clients 4 --workers 2 --seconds 10] [--smoke]``. ``--smoke`` (what CI
@@ -199,11 +202,25 @@ def main() -> int:
             figures[f"{name}: median / p95 / max s"] = f"{median:.3f} / {p95:.3f} / {worst:.3f}"
         hung, down = seconds(of("hung")), seconds(of("down"))
         late_hits = [r for r in of("resumed") if r[1] >= args.seconds / 2 and r[4] == "hit"]
+        # A request that waited on the hung Redis: slower than any with Redis refused, by more
+        # than scheduling noise. Each process makes one trial call per breaker period, and the
+        # trial delays at most the requests of every client queued behind it; without the
+        # breaker every request would wait, several times.
+        slowest_down = down[2] if down else 0.0
+        waited = sum(r[2] > slowest_down + 0.1 for r in of("hung"))
+        # ...and never most requests (without the breaker, all of them wait).
+        may_wait = min(
+            args.workers * args.clients * (int(args.seconds // BREAKER_SECONDS) + 1),
+            len(of("hung")) // 2,
+        )
+        figures["hung: requests slower than any with Redis down / allowed"] = (
+            f"{waited} / {may_wait}"
+        )
         checks = {
             "every answer 200": bool(results) and all(r[3] == "200" for r in results),
-            "hung near no-cache speed": bool(hung and down)
-            and hung[0] <= 2 * down[0] + 0.1
-            and hung[1] <= down[1] + 0.5,
+            "hung near no-cache speed": bool(hung and down) and hung[0] <= 2 * down[0] + 0.1,
+            "waits on the hung Redis only the breaker's trials": bool(hung and down)
+            and waited <= may_wait,
             "cache used again after resume": bool(late_hits),
         }
         failures = sorted({r[3] for r in results if r[3] != "200"})
