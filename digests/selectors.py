@@ -14,7 +14,13 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
-from follows.for_you_selectors import for_you_ranking, relevance_key, saved_closeness
+from follows.for_you_selectors import (
+    ForYouPick,
+    explained_picks,
+    for_you_ranking,
+    relevance_key,
+    saved_closeness,
+)
 from follows.models import Follow
 from follows.selectors import follow_papers, user_follow_matches
 from papers.duplicates import duplicate_twins, duplicates_collapse
@@ -218,15 +224,16 @@ def digest_for_you_picks(*, user, listed: dict[int, list[int]]) -> list[int]:
     return [pk for pk, _ in ranking.ranked if pk not in excluded][:count]
 
 
-def digest_for_you_papers(*, digest: Digest) -> list[PaperCard]:
-    """The cards of ``digest``'s stored "For you" picks, in the order they were picked. Two
-    queries on PostgreSQL."""
+def digest_for_you_papers(*, digest: Digest) -> list[ForYouPick]:
+    """``digest``'s stored "For you" picks in the order they were picked, each with its card
+    and why it is for the reader (``follows.for_you_selectors.explained_picks``: the saved
+    paper it is close to, the follows it matches). Ten queries on PostgreSQL at most."""
     ids = list(
         DigestItem.objects.filter(digest=digest, for_you=True)
         .order_by("pk")
         .values_list("paper_id", flat=True)
     )
-    return paper_cards(paper_ids=ids) if ids else []
+    return explained_picks(user=digest.user, paper_ids=ids)
 
 
 def _section(follow: Follow | None) -> DigestSection:

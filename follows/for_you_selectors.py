@@ -263,10 +263,31 @@ def for_you_picks(
     top = ranking.ranked[:limit]
     if not top:
         return ranking, []
+    return ranking, _explained(user=user, top=top, close_to=ranking.close_to)
+
+
+def explained_picks(*, user, paper_ids: list[int]) -> list[ForYouPick]:
+    """``paper_ids`` (picks made earlier, such as a digest's) as :class:`ForYouPick` s in that
+    order, each with why it is for ``user`` now: the nearest saved paper at or above
+    :data:`CLOSE_TO_MIN` and the follows that match it (``score`` 0.0; a paper deleted since
+    is left out). Eight queries at most, whatever the number of papers."""
+    if not paper_ids:
+        return []
+    close_to = {
+        pk: nearest
+        for pk, nearest in _nearest_saved(user=user, paper_ids=paper_ids).items()
+        if nearest[1] >= CLOSE_TO_MIN
+    }
+    return _explained(user=user, top=[(pk, 0.0) for pk in paper_ids], close_to=close_to)
+
+
+def _explained(
+    *, user, top: list[tuple[int, float]], close_to: dict[int, tuple[int, float]]
+) -> list[ForYouPick]:
     ids = [pk for pk, _ in top]
     cards = {card.pk: card for card in paper_cards(paper_ids=ids)}
     matches = user_follow_matches(user=user, paper_ids=ids)
-    saved_refs = {ranking.close_to[pk][0] for pk in ids if pk in ranking.close_to}
+    saved_refs = {close_to[pk][0] for pk in ids if pk in close_to}
     titles = {
         paper.pk: (paper.title, paper.get_absolute_url())
         for paper in Paper.objects.filter(pk__in=saved_refs).only("pk", "arxiv_id", "title")
@@ -275,7 +296,7 @@ def for_you_picks(
     for pk, score in top:
         if pk not in cards:
             continue
-        title, url = titles.get(ranking.close_to.get(pk, (None, 0))[0], ("", ""))
+        title, url = titles.get(close_to.get(pk, (None, 0))[0], ("", ""))
         picks.append(
             ForYouPick(
                 card=cards[pk],
@@ -285,13 +306,20 @@ def for_you_picks(
                 follows=matches.get(pk, []),
             )
         )
-    return ranking, picks
+    return picks
 
 
 def saved_closeness(*, user, paper_ids: list[int]) -> dict[int, float]:
     """``{paper id: cosine to the nearest paper ``user`` saved}`` for the papers of
     ``paper_ids`` with a vector (of the model of the saved papers' vectors); empty when the
     reader saved nothing with a vector. Three queries at most."""
+    return {
+        pk: cosine for pk, (_, cosine) in _nearest_saved(user=user, paper_ids=paper_ids).items()
+    }
+
+
+def _nearest_saved(*, user, paper_ids: list[int]) -> dict[int, tuple[int, float]]:
+    """``{paper id: (nearest saved paper id, cosine)}``, as :func:`saved_closeness`."""
     saved_ids = list(LibraryItem.objects.filter(user=user).values_list("paper_id", flat=True))
     model, saved = _vectors_with_model(saved_ids)
     if model is None or not paper_ids:
@@ -300,10 +328,15 @@ def saved_closeness(*, user, paper_ids: list[int]) -> dict[int, float]:
     if not vectors:
         return {}
     dimension = len(next(iter(saved.values())))
+    saved_pks = list(saved)
     saved_matrix = stack(saved.values(), dimension)
     ids = list(vectors)
     cosines = stack((vectors[pk] for pk in ids), dimension) @ saved_matrix.T
-    return dict(zip(ids, cosines.max(axis=1).tolist(), strict=True))
+    best = cosines.argmax(axis=1)
+    return {
+        pk: (saved_pks[int(column)], float(cosines[row, column]))
+        for row, (pk, column) in enumerate(zip(ids, best, strict=True))
+    }
 
 
 def relevance_key(

@@ -24,18 +24,33 @@ def for_you_index(request):
     A reader who saved and follows nothing gets an empty state saying how to start. Signed
     out: the login page, then back. A fixed number of queries whatever the number of picks."""
     ranking, picks = for_you_picks(user=request.user)
-    context = {"ranking": ranking, "picks": picks}
+    context = {"ranking": ranking, "picks": picks, "pending": _pending_dismissal(request)}
     return render(request, "follows/for_you.html", context)
+
+
+def _pending_dismissal(request) -> Paper | None:
+    """The paper of ``?not_interested=<id>``: a "Not interested" pressed while signed out,
+    brought back through the login page (a GET, so it is asked again, never applied). None
+    when absent, malformed, no stored paper, or already dismissed."""
+    raw = request.GET.get("not_interested", "")
+    if not raw.isdigit() or len(raw) > 18:
+        return None
+    return (
+        Paper.objects.filter(pk=int(raw))
+        .exclude(for_you_feedback__user=request.user)
+        .only("pk", "arxiv_id", "title")
+        .first()
+    )
 
 
 @require_POST
 def for_you_dismiss(request, paper_id: int):
     """POST ``/for-you/papers/<id>/not-interested/``: hide paper ``id`` from the reader's picks
     and rank its neighbours lower; back to ``/for-you/``. An id that is no stored paper is a
-    404 naming it; GET is 405; signed out: the login page, then back to ``/for-you/`` (a GET
-    of this URL could not replay the POST)."""
+    404 naming it; GET is 405; signed out: the login page, then back to
+    ``/for-you/?not_interested=<id>``, which asks again (a GET cannot replay the POST)."""
     if not request.user.is_authenticated:
-        return redirect_to_login(reverse("for_you:index"))
+        return redirect_to_login(f"{reverse('for_you:index')}?not_interested={paper_id}")
     paper = Paper.objects.filter(pk=paper_id).first()
     if paper is None:
         raise Http404(f"No paper has the id {paper_id}.")

@@ -93,6 +93,20 @@ def test_for_you_section_has_five_picks_in_text_and_html_never_a_listed_paper(
     assert "https://topics.example.org/for-you/" in html
 
 
+def test_each_pick_says_why_in_text_and_html(smtp_server, reader_world):
+    """Every pick lies along the saved papers' direction: each says which saved paper it is
+    close to, in both parts; a followed topic's papers are listed above, not picked."""
+    digest_send(user=reader_world["user"], period="daily", period_end=DAY)
+    text, html = parts(smtp_server.messages[0])
+    for_you_text = text.split("== For you", 1)[1]
+    for_you_html = html.split(">For you</a>", 1)[1]
+    whys = [line.strip() for line in for_you_text.splitlines() if line.strip().startswith("Why:")]
+    assert len(whys) == 5, for_you_text
+    assert all(why.startswith("Why: close to Saved agents ") for why in whys), whys
+    assert for_you_html.count("Why: close to") == 5
+    assert "in Agents" not in for_you_text
+
+
 def test_abstracts_are_trimmed_on_a_word_boundary_in_both_parts(smtp_server, reader_world):
     digest_send(user=reader_world["user"], period="daily", period_end=DAY)
     text, html = parts(smtp_server.messages[0])

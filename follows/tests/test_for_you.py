@@ -204,8 +204,27 @@ def test_signed_out_not_interested_logs_in_and_comes_back_to_the_page(client, wo
     paper = world["tools"][0]
     response = client.post(f"/for-you/papers/{paper.pk}/not-interested/")
     assert response.status_code == 302
-    assert response["Location"] == "/accounts/login/?next=/for-you/"
+    assert response["Location"] == (
+        f"/accounts/login/?next=/for-you/%3Fnot_interested%3D{paper.pk}"
+    )
     assert not ForYouFeedback.objects.exists()
+
+
+def test_after_login_the_page_asks_again_and_one_press_applies_it(client, reader, world):
+    """The press made signed out is not lost: the page the login returns to asks again (a GET
+    applies nothing); a paper already dismissed, or a bad id, asks nothing."""
+    paper = world["tools"][0]
+    client.force_login(reader)
+    html = client.get(f"/for-you/?not_interested={paper.pk}").content.decode()
+    assert 'class="pending-dismissal"' in html and paper.title in html
+    assert f'action="/for-you/papers/{paper.pk}/not-interested/"' in html
+    assert not ForYouFeedback.objects.exists()
+
+    assert client.post(f"/for-you/papers/{paper.pk}/not-interested/").status_code == 302
+    assert ForYouFeedback.objects.filter(user=reader, paper=paper).exists()
+    for query in (f"?not_interested={paper.pk}", "?not_interested=x'1", "?not_interested=99999"):
+        html = client.get(f"/for-you/{query}").content.decode()
+        assert "pending-dismissal" not in html, query
 
 
 def test_no_live_paper_ranks_nothing(reader, world):
