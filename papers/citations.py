@@ -249,14 +249,21 @@ def _bibtex_block(citation: Citation) -> Entry:
 
 # Bidi embedding, override and isolate controls and the direction marks: invisible, they
 # carry nothing a reference needs, and in a .bib or .ris file (or the page's Cite block) they
-# would reorder how the text around them reads. Right-to-left letters stay.
-_BIDI_CONTROLS = dict.fromkeys(
-    map(ord, "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# would reorder how the text around them reads. Right-to-left letters stay. So too the C0 and
+# C1 control characters but the line break and tab (an ESC would drive the terminal that
+# shows a downloaded file). A line break inside a RIS value is folded first (``_ris_line``);
+# inside a BibTeX value it is only whitespace.
+_CONTROLS = dict.fromkeys(
+    [
+        *map(ord, "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"),
+        *(code for code in range(0x20) if chr(code) not in "\n\t"),
+        *range(0x7F, 0xA0),
+    ]
 )
 
 
-def _without_bidi_controls(text: str) -> str:
-    return text.translate(_BIDI_CONTROLS)
+def _without_controls(text: str) -> str:
+    return text.translate(_CONTROLS)
 
 
 def _bibtex_write(blocks: list[Entry]) -> str:
@@ -264,13 +271,14 @@ def _bibtex_write(blocks: list[Entry]) -> str:
     style.indent = "  "
     # No middleware: the values above carry their own braces (and ``month`` none).
     text = write_string(Library(blocks), unparse_stack=[], bibtex_format=style)
-    return _without_bidi_controls(text.rstrip("\n") + "\n") if text else ""
+    return _without_controls(text.rstrip("\n") + "\n") if text else ""
 
 
 def bibtex_entry(citation: Citation) -> str:
     """One ``@misc{…}`` entry (fields: title, author, year, month, eprint, archivePrefix,
     primaryClass, url, doi where known, note for withdrawn papers and journal references),
-    ending with a newline; bidi control characters left out (right-to-left letters kept)."""
+    ending with a newline; bidi and other control characters left out (right-to-left
+    letters kept)."""
     return _bibtex_write([_bibtex_block(citation)])
 
 
@@ -350,7 +358,7 @@ def ris_entry(citation: Citation) -> str:
     First", year and date, abstract, arXiv URL, PDF link (``L1``), DOI, the arXiv identifier
     (``AN``), notes (arXiv id, withdrawn, journal reference); each value on one line."""
     text = rispy.dumps([_ris_reference(citation)], implementation=_RisWriter).lstrip("\n")
-    return _without_bidi_controls(text)
+    return _without_controls(text)
 
 
 def ris_document(citations: Iterable[Citation]) -> str:

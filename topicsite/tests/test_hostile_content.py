@@ -133,6 +133,42 @@ def test_ask_page_and_api_answer(hostile, client):
     assert f"Title {HOSTILE}" in strings(response.json())
 
 
+def test_search_author_library_citations_and_report(hostile, client):
+    """The reader pages of the search, author, library and citation features, with the
+    hostile paper, author and a hostile note and report."""
+    paper, reader_client = hostile["paper"], hostile["client"]
+    body = assert_inert(client.get("/search/", {"q": "agents"}))
+    assert_escaped_shown(body)
+    author = paper.authorships.get().author
+    body = assert_inert(client.get(author.get_absolute_url()))
+    assert_escaped_shown(body)
+
+    save = f"/library/papers/{paper.pk}/save/"
+    assert reader_client.post(save, {"action": "save", "next": JS_URL}).status_code == 302
+    note = reader_client.post(f"/library/papers/{paper.pk}/note/", {"note": HOSTILE})
+    assert note.status_code == 302 and not note["Location"].startswith("javascript")
+    assert_escaped_shown(assert_inert(reader_client.get("/library/")))
+    for export in ("export.bib", "export.ris", "export.csv"):
+        response = reader_client.get(f"/library/{export}")
+        assert response.status_code == 200, export
+        text = b"".join(response.streaming_content) if response.streaming else response.content
+        assert "<script>alert(1)</script>" in text.decode(), export  # data, as stored
+
+    ris = client.get(f"/papers/{paper.arxiv_id}/cite.ris").content.decode()
+    # One record: a control character or line break in a field never starts another tag.
+    assert ris.count("ER  -") == 1 and ris.count("TY  -") == 1
+    assert "\x1b" not in ris and "\u202e" not in ris
+    bib = client.get(f"/papers/{paper.arxiv_id}/cite.bib").content.decode()
+    assert bib.count("@") == 1
+
+    assignment = paper.assignments.get()
+    report = reader_client.post(f"/topics/assignments/{assignment.pk}/report/", {"note": HOSTILE})
+    assert report.status_code == 302
+    curator = UserFactory(is_staff=True, is_superuser=True)
+    client.force_login(curator)
+    assert_inert(client.get("/admin/topics/assignment/"))
+
+
 def test_atom_feeds_parse_and_hold_the_text_as_text(hostile, client):
     token = private_feed_token(state=feed_visit(user=hostile["reader"]))
     for url in (f"/topics/{SLUG}/feed/", f"/feed/atom/{token}/"):
@@ -196,7 +232,7 @@ def test_admin_changelists(hostile, client):
 )
 def test_hostile_queries_answer_200_or_400_never_500(hostile, client, query):
     reader_client = hostile["client"]
-    for url in ("/topics/", f"/topics/{SLUG}/ask/", "/admin/papers/paper/"):
+    for url in ("/topics/", "/search/", f"/topics/{SLUG}/ask/", "/admin/papers/paper/"):
         assert_inert(client.get(url, {"q": query}), statuses=(200, 302, 400))
     # A saved search with the hostile query: created or refused with a form error.
     assert_inert(reader_client.post("/follows/searches/", {"query": query}), statuses=(302, 400))
