@@ -14,7 +14,11 @@ ms, the median CPU time of this process per request (Python's own work, which ot
 the machine does not inflate as much as wall time; the database server's work is not in it),
 the SQL queries of one request, the median time of the bare SQL (the one statement that
 returns the rows the case shows, run through psycopg on the same connection) and the ratio
-page / bare SQL. A case whose target the issue sets is marked with it and ``ok`` or ``MISS``.
+page / bare SQL, then the median time of bare Django (``bench/bare_django.py``: a prebuilt
+body of the page's size through the same middleware stack, by the same client, so signed in
+where the page is) and the ratio page / bare Django, and whether the page stays within
+``3 x bare SQL + 2 x bare Django`` (the performance issue's bound for every page). A case
+whose latency target the issue sets is marked with it and ``ok`` or ``MISS``.
 
 Cases (the topics are picked from the data: the largest leaf topic, and the parent topic whose
 number of children is nearest 20):
@@ -134,6 +138,8 @@ def main() -> None:
         CACHES={"default": {"BACKEND": backend}},
         ALLOWED_HOSTS=["testserver"],
         DEBUG=False,
+        # The site's URLs plus the bare-Django route (bench/bare_django.py).
+        ROOT_URLCONF="bare_django",
     ):
         run(options)
 
@@ -156,9 +162,15 @@ def build_cases() -> list[Case]:
             if response.status_code != status:
                 raise SystemExit(f"GET {url}: {response.status_code}")
             if getattr(response, "streaming", False):
-                b"".join(response.streaming_content)
+                body = b"".join(response.streaming_content)
+            else:
+                body = response.content
+            # What the bare-Django request of this case answers: the same size and kind.
+            fetch.size = len(body)
+            fetch.kind = "json" if "json" in response.get("Content-Type", "") else "html"
             return response
 
+        fetch.client = as_client
         return fetch
 
     leaf = (
@@ -358,8 +370,8 @@ def run(options) -> None:
     )
     header = (
         f"{'case':<18} {'median ms':>10} {'p95 ms':>8} {'CPU ms':>7} {'SQL':>5} "
-        f"{'bare SQL ms':>12} "
-        f"{'ratio':>7}  target"
+        f"{'bare SQL ms':>12} {'x SQL':>7} {'bare Django ms':>15} {'x Django':>9}  "
+        f"<= 3 SQL + 2 Django  target"
     )
     print(header)
     print("-" * len(header))
@@ -383,15 +395,44 @@ def run(options) -> None:
                 bare.append((time.perf_counter() - started) * 1000)
         median = statistics.median(times)
         bare_median = statistics.median(bare)
+        django_median = bare_django_median(case, options.repeat)
         target = TARGETS.get(case.name)
         verdict = ""
         if target is not None:
             verdict = f"<= {target:g} ms {'ok' if median <= target else 'MISS'}"
+        if django_median is None:  # not a request (the momentum functions)
+            django_columns = f"{'-':>15} {'-':>9}  {'-':<19}"
+        else:
+            ceiling = 3 * bare_median + 2 * django_median
+            django_columns = (
+                f"{django_median:>15.2f} {median / django_median:>9.1f}  "
+                f"{f'{ceiling:.1f} ms ' + ('ok' if median <= ceiling else 'MISS'):<19}"
+            )
         print(
             f"{case.name:<18} {median:>10.1f} {percentile(times, 0.95):>8.1f} "
             f"{statistics.median(cpu):>7.1f} "
-            f"{case.queries:>5} {bare_median:>12.2f} {median / bare_median:>7.1f}  {verdict}"
+            f"{case.queries:>5} {bare_median:>12.2f} {median / bare_median:>7.1f} "
+            f"{django_columns}  {verdict}"
         )
+
+
+def bare_django_median(case: Case, repeat: int) -> float | None:
+    """Median ms of the bare-Django request of ``case`` (``bench/bare_django.py``: a prebuilt
+    body of the size and kind the case's last response had, through the same middleware stack,
+    by the same client); None for a case that is no request."""
+    client = getattr(case.run, "client", None)
+    if client is None:
+        return None
+    url = f"/__bench__/bare/{case.run.size}/?kind={case.run.kind}"
+    client.get(url)  # warm-up
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        response = client.get(url)
+        times.append((time.perf_counter() - started) * 1000)
+        if response.status_code != 200:
+            raise SystemExit(f"GET {url}: {response.status_code}")
+    return statistics.median(times)
 
 
 if __name__ == "__main__":
