@@ -33,6 +33,11 @@ temporary module: ``topicsite.settings.local`` with DEBUG off, and
 - ``cached``: Redis with the site's whole-page cache (``PAGE_CACHE_SECONDS`` as configured,
   60 s by default): what anonymous readers get.
 
+- ``bare``: the ceiling (``bench/bare_django.py``): the same gunicorn and middleware
+  serving, for each topic page, a prebuilt body of that page's size; no query, no template.
+  The other modes' pages/s are printed as a share of it ("of bare"; the performance issue
+  asks fragments >= 40% and cached >= 80%).
+
 It waits until the server answers, requests every URL once (warming connections, templates
 and the caches), then runs the load. Printed per mode: requests answered 200, those per
 second, median and p95 latency in ms, errors (a status other than 200, or a connect, read,
@@ -74,7 +79,7 @@ import make_corpus  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_corpus"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/3"
-MODES = ("uncached", "fragments", "cached")
+MODES = ("bare", "uncached", "fragments", "cached")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 SETTINGS = """\
@@ -84,6 +89,7 @@ DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 {caches}
 {page_cache}
+{urlconf}
 """
 DUMMY_CACHE = 'CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}'
 
@@ -274,14 +280,14 @@ def run_wrk(port: int, urls: list[str], options, tmp: str) -> dict:
     }
 
 
-def wait_until_up(port: int, url: str, seconds: float = 60) -> None:
+def wait_until_up(port: int, url: str, seconds: float = 60) -> int:
+    """GET ``url`` until gunicorn answers (at most ``seconds``); the body's size in bytes."""
     deadline = time.time() + seconds
     while time.time() < deadline:
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             conn.request("GET", url)
-            conn.getresponse().read()
-            return
+            return len(conn.getresponse().read())
         except OSError:
             time.sleep(0.3)
     raise SystemExit(f"gunicorn did not answer on port {port} within {seconds:g} s")
@@ -291,20 +297,23 @@ def run_mode(mode: str, generator: str, options, urls: list[str]) -> dict:
     """Start gunicorn for ``mode``, warm it, load it with ``generator`` (``wrk`` or
     ``python``); the result row (see the module doc)."""
     with tempfile.TemporaryDirectory() as tmp:
-        caches = "" if mode != "uncached" else DUMMY_CACHE  # "": django-redis from REDIS_URL
+        # "": django-redis from REDIS_URL
+        caches = DUMMY_CACHE if mode in ("uncached", "bare") else ""
         page_cache = "" if mode == "cached" else "PAGE_CACHE_SECONDS = 0"
+        # bare: the site's URLs plus bench/bare_django.py's prebuilt pages.
+        urlconf = 'ROOT_URLCONF = "bare_django"' if mode == "bare" else ""
         Path(tmp, "bench_load_settings.py").write_text(
-            SETTINGS.format(caches=caches, page_cache=page_cache)
+            SETTINGS.format(caches=caches, page_cache=page_cache, urlconf=urlconf)
         )
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([tmp, str(ROOT)]),
+            "PYTHONPATH": os.pathsep.join([tmp, str(ROOT), str(ROOT / "bench")]),
             "DJANGO_SETTINGS_MODULE": "bench_load_settings",
             "DATABASE_URL": options.database_url,
             "DJANGO_CONN_MAX_AGE": "600",
         }
         env.pop("REDIS_URL", None)
-        if mode != "uncached":
+        if mode not in ("uncached", "bare"):
             env["REDIS_URL"] = options.redis_url
             import redis
 
@@ -334,8 +343,11 @@ def run_mode(mode: str, generator: str, options, urls: list[str]) -> dict:
                 gunicorn, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
             )
         try:
-            for url in urls:  # up, then warm: connections, templates and the caches
-                wait_until_up(port, url)
+            sizes = [wait_until_up(port, url) for url in urls]  # up, then warm
+            if mode == "bare":  # each topic page's size, prebuilt, in the same order
+                urls = [f"/__bench__/bare/{size}/" for size in sizes]
+                for url in urls:
+                    wait_until_up(port, url)
             server_cpu, generator_cpu = process_tree_cpu(server.pid), children_cpu()
             started = time.time()
             if generator == "wrk":
@@ -395,18 +407,22 @@ def main() -> None:
         f"{options.seconds:g} s per mode; load average {os.getloadavg()[0]:.1f}\n"
     )
     header = (
-        f"{'mode':<17} {'requests':>9} {'req/s':>8} {'median ms':>10} {'p95 ms':>8} "
-        f"{'errors':>7} {'hits':>6} {'server CPU':>11} {'load gen CPU':>13}"
+        f"{'mode':<17} {'requests':>9} {'req/s':>8} {'of bare':>8} {'median ms':>10} "
+        f"{'p95 ms':>8} {'errors':>7} {'hits':>6} {'server CPU':>11} {'load gen CPU':>13}"
     )
     print(header)
     print("-" * len(header))
     failures = []
+    ceiling = {}  # generator: the bare-Django pages/s under it
     for mode, generator in runs:
         r = run_mode(mode, generator, options, urls)
         hits = f"{100 * r['hit'] / r['responses']:.0f}%" if r["responses"] else "-"
         label = mode if generator == options.generator else f"{mode} ({generator})"
+        if mode == "bare":
+            ceiling[generator] = r["rps"]
+        share = f"{100 * r['rps'] / ceiling[generator]:.0f}%" if ceiling.get(generator) else "-"
         print(
-            f"{label:<17} {r['requests']:>9} {r['rps']:>8.0f} {r['median']:>10.1f} "
+            f"{label:<17} {r['requests']:>9} {r['rps']:>8.0f} {share:>8} {r['median']:>10.1f} "
             f"{r['p95']:>8.1f} {r['errors']:>7} {hits:>6} {100 * r['server_cpu']:>10.0f}% "
             f"{100 * r['generator_cpu']:>12.0f}%"
         )
@@ -414,6 +430,12 @@ def main() -> None:
         if r["errors"] or not r["requests"] or (mode == "cached" and not r["hit"]):
             failures.append(label)
     print(f"\nload average after: {os.getloadavg()[0]:.1f}")
+    if ceiling:
+        print(
+            "of bare: pages/s as a share of bare Django's (bench/bare_django.py: a prebuilt "
+            "body of each topic page's size through the same gunicorn and middleware); "
+            "targets (issue 19): fragments >= 40%, cached >= 80%"
+        )
     if options.smoke and failures:
         raise SystemExit(f"smoke: errors, no answers or no page-cache hits in: {failures}")
 
