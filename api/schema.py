@@ -2,7 +2,8 @@
 
 :func:`add_error_responses` (a ``POSTPROCESSING_HOOKS`` entry) adds the ``Error`` schema
 component (the shape ``api.errors.error_body`` builds) and, to every operation, the error
-responses it can give: 400 (bad parameter or body; only where there is one), 401/403 (bad
+responses it can give: 400 (bad parameter or body, or an unknown or repeated query
+parameter), 401/403 (bad
 token, missing role), 404, 406, 429 (with ``Retry-After``) and 500.
 """
 
@@ -37,7 +38,8 @@ ERROR_SCHEMA = {
 }
 
 _ERRORS = {
-    "400": "A parameter or field has a bad value; details name it and say what is allowed.",
+    "400": "A parameter or field has a bad value, or a query parameter is unknown or repeated "
+    "(where it may not be); details name it and say what is allowed.",
     "401": "The token is missing, unknown or revoked where one is needed.",
     "403": "The token's user may not do this.",
     "404": "No such resource (or no such address under /api/v1/).",
@@ -70,9 +72,7 @@ def add_error_responses(result, generator, request, public):
         for operation in path_item.values():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
-            takes_input = bool(operation.get("parameters")) or "requestBody" in operation
+            # Every operation can be a 400: an unknown query parameter is one (api.strict).
             for status in _ERRORS:
-                if status == "400" and not takes_input:
-                    continue
                 operation["responses"].setdefault(status, _response(status))
     return result

@@ -6,16 +6,41 @@ from ask.forms import question_length_error
 
 
 class AskRequestSerializer(serializers.Serializer):
-    """``{"question": "..."}``: required, not blank, at most 500 characters after trimming (the
-    site's ``ASK_MAX_QUESTION_LENGTH`` setting)."""
+    """``{"q": "..."}`` (the page's ``?q=``): required, not blank, at most 500 characters after
+    trimming (the site's ``ASK_MAX_QUESTION_LENGTH`` setting). ``{"question": "..."}`` is a
+    deprecated alias of ``q``; giving both is a 400. ``validated_data["question"]`` holds the
+    question whichever name gave it."""
 
-    question = serializers.CharField(trim_whitespace=True, allow_blank=False)
+    q = serializers.CharField(
+        trim_whitespace=True,
+        allow_blank=False,
+        required=False,
+        help_text="The question (as the page's ?q=), at most 500 characters.",
+    )
+    question = serializers.CharField(
+        trim_whitespace=True,
+        allow_blank=False,
+        required=False,
+        help_text="Deprecated alias of q; giving both is a 400.",
+    )
 
-    def validate_question(self, value: str) -> str:
+    def _checked(self, value: str) -> str:
         message = question_length_error(len(value))
         if message:
             raise serializers.ValidationError(message, code="max_length")
         return value
+
+    validate_q = _checked
+    validate_question = _checked
+
+    def validate(self, attrs):
+        if "q" in attrs and "question" in attrs:
+            raise serializers.ValidationError(
+                {"question": ["Give the question once, as q (question is its old name)."]}
+            )
+        if "q" not in attrs and "question" not in attrs:
+            raise serializers.ValidationError({"q": ["This field is required."]}, code="required")
+        return {"question": attrs.get("q", attrs.get("question"))}
 
 
 class CitationSerializer(serializers.Serializer):

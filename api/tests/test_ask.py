@@ -22,7 +22,7 @@ def post(client, topic, data, **extra):
 
 
 def test_api_answer_shape(client, reference_topic):
-    response = post(client, reference_topic, {"question": GRPO})
+    response = post(client, reference_topic, {"q": GRPO})
     assert response.status_code == 200
     body = response.json()
     assert set(body) == {
@@ -59,14 +59,26 @@ def test_api_no_answer(client, reference_topic):
 
 
 @pytest.mark.parametrize(
-    "data",
-    [{}, {"question": ""}, {"question": "   "}, {"question": ["a"]}],
-    ids=["missing", "empty", "blank", "not-a-string"],
+    ("data", "field"),
+    [
+        ({}, "q"),
+        ({"q": ""}, "q"),
+        ({"q": "   "}, "q"),
+        ({"q": ["a"]}, "q"),
+        ({"question": ""}, "question"),
+        ({"q": GRPO, "question": GRPO}, "question"),
+    ],
+    ids=["missing", "empty", "blank", "not-a-string", "alias-empty", "both-names"],
 )
-def test_api_bad_question_is_400_naming_the_field(client, reference_topic, data):
+def test_api_bad_question_is_400_naming_the_field(client, reference_topic, data, field):
     response = post(client, reference_topic, data)
     assert response.status_code == 400
-    assert "question" in response.content.decode()
+    assert list(response.json()["error"]["details"]) == [field]
+
+
+def test_api_question_is_a_deprecated_alias_of_q(client, reference_topic):
+    response = post(client, reference_topic, {"question": GRPO})
+    assert response.status_code == 200 and response.json()["question"] == GRPO
 
 
 def test_api_question_over_the_limit_is_400_naming_the_limit(client, reference_topic):

@@ -11,10 +11,12 @@ from ask.ratelimit import AskRateLimited, ask_rate_limit
 from topics.selectors import topic_by_slug
 
 from ..serializers.ask import AskAnswerSerializer, AskRequestSerializer
+from ..strict import StrictQueryParamsMixin
 
 
-class TopicAskView(APIView):
-    """Answer ``{"question": "..."}`` from the papers of the topic and its descendants.
+class TopicAskView(StrictQueryParamsMixin, APIView):
+    """Answer ``{"q": "..."}`` (``question``, its deprecated alias, still works; both is a
+    400) from the papers of the topic and its descendants.
 
     200: the answer, its citations in order of relevance and its mode (URLs absolute). 400:
     the question is missing, blank or longer than 500 characters (the error names the field).

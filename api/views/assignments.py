@@ -14,6 +14,7 @@ from topics.models import Assignment
 from ..filters import AssignmentFilter
 from ..permissions import IsCurator
 from ..serializers.assignments import AssignmentCreateSerializer, AssignmentSerializer
+from ..strict import StrictQueryParamsMixin
 from .base import INVALID, NOT_CURATOR, NOT_FOUND, UNAUTHENTICATED, PrivateAnswersMixin
 
 
@@ -72,7 +73,11 @@ def _decision_schema(state: str):
     reject=_decision_schema("reject"),
 )
 class AssignmentViewSet(
-    PrivateAnswersMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    StrictQueryParamsMixin,
+    PrivateAnswersMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
 ):
     """``assignments/``: curators read, add, accept and reject assignments."""
 

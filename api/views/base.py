@@ -13,6 +13,7 @@ from rest_framework.negotiation import BaseContentNegotiation
 
 from ..conditional import ConditionalGetMixin
 from ..serializers.base import FIELDS_PARAM
+from ..strict import StrictQueryParamsMixin
 
 FIELDS_PARAMETER = OpenApiParameter(
     FIELDS_PARAM,
@@ -34,9 +35,11 @@ INVALID = OpenApiResponse(
 )
 
 
-class ReadView(ConditionalGetMixin, generics.GenericAPIView):
+class ReadView(StrictQueryParamsMixin, ConditionalGetMixin, generics.GenericAPIView):
     # Shared base of the read resources: ETag/Last-Modified and 304s (api.conditional). A
     # comment, not a docstring: drf-spectacular would publish it as every subclass's text.
+    # Unknown or repeated query parameters are a 400 (api.strict): a view reading a parameter
+    # that is not a filter of its filterset lists it in extra_query_params.
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "select_fields": True}

@@ -17,6 +17,7 @@ from ..serializers.follows import (
     FollowSerializer,
     FollowUpdateSerializer,
 )
+from ..strict import StrictQueryParamsMixin
 from .base import INVALID, NOT_FOUND, UNAUTHENTICATED, PrivateAnswersMixin
 
 
@@ -63,6 +64,7 @@ from .base import INVALID, NOT_FOUND, UNAUTHENTICATED, PrivateAnswersMixin
     ),
 )
 class MyFollowViewSet(
+    StrictQueryParamsMixin,
     PrivateAnswersMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,

@@ -32,6 +32,7 @@ from ..selectors import (
     rows_of,
 )
 from ..serializers.papers import PaperAuthorSerializer, PaperSerializer, SimilarPaperSerializer
+from ..strict import StrictQueryParamsMixin
 from .base import FIELDS_PARAMETER, ReadView, StreamAnyAccept, export_filename, streamed_response
 
 PAPER_ID_PARAMETER = OpenApiParameter(
@@ -142,7 +143,7 @@ class PaperAuthorsView(ReadView, generics.ListAPIView):
     parameters=[PAPER_ID_PARAMETER],
     responses={(200, "application/x-bibtex"): OpenApiTypes.STR},
 )
-class PaperBibtexView(generics.GenericAPIView):
+class PaperBibtexView(StrictQueryParamsMixin, generics.GenericAPIView):
     content_negotiation_class = StreamAnyAccept
 
     def get(self, request, paper_id):

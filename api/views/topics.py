@@ -35,6 +35,7 @@ from ..serializers.topics import (
     TrendQuerySerializer,
     TrendSerializer,
 )
+from ..strict import StrictQueryParamsMixin
 from .base import (
     FIELDS_PARAMETER,
     ReadView,
@@ -140,6 +141,7 @@ class TopicPapersView(TopicMixin, PaperListBase):
     responses={200: TrendSerializer, 301: MOVED},
 )
 class TopicTrendView(TopicMixin, ReadView):
+    extra_query_params = ("as_of", "weeks")
     url_name = "api:topic-trend"
 
     def get(self, request, slug):
@@ -169,7 +171,7 @@ class TopicTrendView(TopicMixin, ReadView):
         return Response(data)
 
 
-class TopicExportView(TopicMixin, generics.GenericAPIView):
+class TopicExportView(StrictQueryParamsMixin, TopicMixin, generics.GenericAPIView):
     """A topic's papers (descendants included) streamed in one format, filtered like /papers/,
     newest first unless ``ordering`` says otherwise."""
 

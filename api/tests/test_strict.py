@@ -1,0 +1,76 @@
+"""Strict query parameters (api.strict): an unknown parameter, or one repeated that may not
+be, is a 400 in the API's error shape naming it, on every kind of endpoint; known parameters
+still work."""
+
+import pytest
+
+from topics.tests.factories import TopicFactory
+
+pytestmark = pytest.mark.django_db
+
+URLS = [
+    "/api/v1/papers/",
+    "/api/v1/search/?q=agents",
+    "/api/v1/topics/",
+    "/api/v1/topics/strict-topic/",
+    "/api/v1/topics/strict-topic/papers/",
+    "/api/v1/topics/strict-topic/trend/",
+    "/api/v1/topics/strict-topic/papers.csv",
+    "/api/v1/categories/",
+]
+
+
+@pytest.fixture
+def topic():
+    return TopicFactory(slug="strict-topic")
+
+
+def _with(url, query):
+    return url + ("&" if "?" in url else "?") + query
+
+
+@pytest.mark.parametrize("url", URLS)
+@pytest.mark.parametrize("query", ["doi=10.1/x", "categroy=cs.CL", "group_by=topic"])
+def test_unknown_parameter_is_400_naming_it(client, topic, url, query):
+    response = client.get(_with(url, query))
+    assert response.status_code == 400, response.content
+    name = query.split("=")[0]
+    error = response.json()["error"]
+    assert error["code"] == "invalid_parameter"
+    assert list(error["details"]) == [name]
+    assert "this endpoint takes: " in error["details"][name][0]
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/v1/papers/", "/api/v1/topics/strict-topic/papers/", "/api/v1/search/?q=a"]
+)
+def test_repeated_category_is_400_naming_it(client, topic, url):
+    response = client.get(_with(url, "category=cs.CL&category=cs.AI"))
+    assert response.status_code == 400
+    details = response.json()["error"]["details"]
+    assert list(details) == ["category"] and "only once" in details["category"][0]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/papers/?withdrawn=false&ordering=-submitted&fields=id&page_size=5",
+        "/api/v1/topics/?page=1&page_size=5",
+        "/api/v1/topics/strict-topic/trend/?weeks=4&as_of=2024-06-03",
+        "/api/v1/search/?q=agents&mode=keyword",
+        "/api/v1/categories/?page_size=5",
+    ],
+)
+def test_known_parameters_are_fine(client, topic, url):
+    assert client.get(url).status_code == 200
+
+
+def test_ask_and_private_resources_are_strict_too(client, topic, django_user_model):
+    response = client.post(
+        "/api/v1/topics/strict-topic/ask/?question=x", {"q": "x"}, content_type="application/json"
+    )
+    assert response.status_code == 400 and "question" in response.json()["error"]["details"]
+    user = django_user_model.objects.create_user("strict", password="x")
+    client.force_login(user)
+    assert client.get("/api/v1/me/follows/?topic=x").status_code == 400
+    assert client.get("/api/v1/me/follows/").status_code == 200
