@@ -19,8 +19,17 @@ from papers.embeddings.similar import SIMILAR_COUNT, similar_ranked
 from papers.models import Authorship, Paper
 
 from .. import exports
+from ..facets import (
+    GROUP_BY_DESCRIPTION,
+    GROUP_BY_KEYS,
+    GROUP_BY_PARAM,
+    FacetedCursorPagination,
+    checked_group_by,
+    group_counts,
+    list_count,
+)
 from ..filters import PaperFilter, PaperOrderingFilter
-from ..pagination import PageNumberPagination, PaperCursorPagination
+from ..pagination import PageNumberPagination
 from ..selectors import (
     PaperNotFound,
     authorships_of,
@@ -43,19 +52,30 @@ PAPER_ID_PARAMETER = OpenApiParameter(
     "arXiv:2401.01234, an abs or pdf URL, the arXiv DOI 10.48550/arXiv.2401.01234), or "
     "local:<n> for a paper not on arXiv.",
 )
+GROUP_BY_PARAMETER = OpenApiParameter(
+    GROUP_BY_PARAM,
+    OpenApiTypes.STR,
+    enum=list(GROUP_BY_KEYS),
+    description=GROUP_BY_DESCRIPTION,
+)
 
 
 class PaperListBase(ReadView, generics.ListAPIView):
     serializer_class = PaperSerializer
     filter_backends = [DjangoFilterBackend, PaperOrderingFilter]
     filterset_class = PaperFilter
-    pagination_class = PaperCursorPagination
+    pagination_class = FacetedCursorPagination
+    extra_query_params = (GROUP_BY_PARAM,)
 
     def list(self, request, *args, **kwargs):
         # get_queryset gives paper rows (api.selectors.paper_rows): one query for the page on
-        # PostgreSQL.
-        page = rows_of(self.paginate_queryset(self.filter_queryset(self.get_queryset())))
+        # PostgreSQL; then the count (two at most) and the facet (one) over the same filters.
+        group_by = checked_group_by(request)
+        filtered = self.filter_queryset(self.get_queryset())
+        page = rows_of(self.paginate_queryset(filtered))
         self.last_modified = rows_last_modified(page)
+        self.paginator.meta = list_count(filtered)
+        self.paginator.group_by = None if group_by is None else group_counts(filtered, group_by)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
@@ -63,8 +83,9 @@ class PaperListBase(ReadView, generics.ListAPIView):
     get=extend_schema(
         summary="List papers",
         description="Papers, newest submitted first, filtered and cursor-paginated: follow "
-        "`next` until it is null. Stable while new papers arrive.",
-        parameters=[FIELDS_PARAMETER],
+        "`next` until it is null. Stable while new papers arrive. `meta.count` counts the "
+        "filtered papers; `group_by` gives facets.",
+        parameters=[FIELDS_PARAMETER, GROUP_BY_PARAMETER],
     )
 )
 class PaperListView(PaperListBase):

@@ -43,7 +43,7 @@ from .base import (
     export_filename,
     streamed_response,
 )
-from .papers import PaperListBase
+from .papers import GROUP_BY_PARAMETER, PaperListBase
 
 SLUG_PARAMETER = OpenApiParameter(
     "slug",
@@ -111,7 +111,7 @@ class TopicDetailView(TopicMixin, ReadView):
         summary="A topic's papers",
         description="Papers of the topic and its descendants (accepted assignments), with the "
         "same filters, ordering and cursor pagination as /papers/.",
-        parameters=[SLUG_PARAMETER, FIELDS_PARAMETER],
+        parameters=[SLUG_PARAMETER, FIELDS_PARAMETER, GROUP_BY_PARAMETER],
         responses={200: PaperSerializer(many=True), 301: MOVED},
     )
 )

@@ -1,0 +1,185 @@
+"""Counts and facets of paper lists: ``meta.count`` and ``group_by``, as OpenAlex gives them.
+
+- :func:`list_count`: ``{"count": n, "count_exact": bool}`` for a filtered paper queryset.
+  Exact up to :data:`EXACT_COUNT_LIMIT` papers, by counting a subquery cut at one more than
+  the limit (so no ``COUNT`` ever reads more than that many rows); above it, on PostgreSQL,
+  the planner's row estimate for the whole filtered query (``EXPLAIN``, no rows read) and
+  ``count_exact`` false. Elsewhere (the embedded SQLite demo) always exact.
+- :func:`group_counts`: the top :data:`GROUP_LIMIT` groups of the filtered papers by one of
+  :data:`GROUP_BY_KEYS`, ``[{"key", "key_display_name", "count"}, ...]``, count descending
+  then key, one ``GROUP BY`` query whatever the number of papers.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.db import connection
+from django.db.models import Count, F, QuerySet
+from django.db.models.functions import TruncMonth, TruncWeek, TruncYear
+from rest_framework.exceptions import ValidationError
+
+from papers.models import Authorship, Paper
+from topics.models import Assignment
+
+from .pagination import PaperCursorPagination
+
+EXACT_COUNT_LIMIT = 10_000
+GROUP_LIMIT = 50
+GROUP_BY_PARAM = "group_by"
+GROUP_BY_KEYS = {
+    "primary_category": "the paper's primary arXiv category (key: its code, e.g. cs.CL)",
+    "topic": "topics with an accepted assignment of the paper, the topic itself not its "
+    "ancestors (key: the topic's slug)",
+    "submitted_year": "year of submission of v1 (key: 2024)",
+    "submitted_month": "month of submission of v1 (key: 2024-03)",
+    "submitted_week": "week of submission of v1, weeks starting Monday (key: the Monday, "
+    "2024-03-04)",
+    "author": "each author of the paper (key: the author's id)",
+    "withdrawn": "whether the paper is withdrawn (key: true or false)",
+}
+
+
+def list_count(queryset: QuerySet) -> dict:
+    """``{"count": int, "count_exact": bool}`` for ``queryset`` (papers or paper rows, filtered):
+    exact when at most :data:`EXACT_COUNT_LIMIT`, else the PostgreSQL planner's estimate (at
+    least the limit + 1, so an estimate never reads below what was counted). Two queries at
+    most (the capped count, then ``EXPLAIN``)."""
+    ids = queryset.order_by().values("id")
+    if connection.vendor != "postgresql":
+        return {"count": ids.count(), "count_exact": True}
+    capped = ids[: EXACT_COUNT_LIMIT + 1].count()
+    if capped <= EXACT_COUNT_LIMIT:
+        return {"count": capped, "count_exact": True}
+    return {"count": max(_planner_rows(ids), EXACT_COUNT_LIMIT + 1), "count_exact": False}
+
+
+def _planner_rows(queryset: QuerySet) -> int:
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def checked_group_by(request) -> str | None:
+    """The request's ``group_by`` (None without one). Raises ``ValidationError`` (a 400 naming
+    ``group_by`` and the allowed values) for any other value."""
+    value = request.query_params.get(GROUP_BY_PARAM)
+    if not value:
+        return None
+    if value not in GROUP_BY_KEYS:
+        allowed = ", ".join(GROUP_BY_KEYS)
+        raise ValidationError({GROUP_BY_PARAM: [f"Unknown {value!r}; one of: {allowed}."]})
+    return value
+
+
+def group_counts(queryset: QuerySet, key: str) -> list[dict]:
+    """The top :data:`GROUP_LIMIT` groups by ``key`` (one of :data:`GROUP_BY_KEYS`) of the
+    papers in ``queryset``, as ``[{"key": str, "key_display_name": str, "count": int}, ...]``,
+    count descending then key ascending. ``count`` is a number of distinct papers. One query."""
+    ids = queryset.order_by().values("id")
+    papers = Paper.objects.filter(id__in=ids).order_by()
+    if key == "primary_category":
+        rows = papers.values(k=F("primary_category__code"), name=F("primary_category__name"))
+    elif key == "topic":
+        rows = Assignment.objects.filter(state="accepted", paper_id__in=ids).values(
+            k=F("topic__slug"), name=F("topic__name")
+        )
+    elif key == "author":
+        rows = Authorship.objects.filter(paper_id__in=ids).values(
+            k=F("author_id"), name=F("author__name")
+        )
+    elif key == "withdrawn":
+        rows = papers.values(k=F("withdrawn"))
+    else:
+        trunc = {
+            "submitted_year": TruncYear,
+            "submitted_month": TruncMonth,
+            "submitted_week": TruncWeek,
+        }[key]
+        rows = papers.annotate(k=trunc("submitted")).values("k")
+    paper = "id" if rows.model is Paper else "paper_id"
+    rows = rows.order_by().annotate(count=Count(paper, distinct=rows.model is not Paper))
+    rows = rows.order_by("-count", "k")[:GROUP_LIMIT]
+    return [_group(key, row) for row in rows]
+
+
+def _group(key: str, row: dict) -> dict:
+    value = row["k"]
+    if key == "withdrawn":
+        text = "true" if value else "false"
+    elif key == "submitted_year":
+        text = f"{value:%Y}"
+    elif key == "submitted_month":
+        text = f"{value:%Y-%m}"
+    elif key == "submitted_week":
+        text = f"{value:%Y-%m-%d}"
+    else:
+        text = str(value)
+    return {"key": text, "key_display_name": row.get("name") or text, "count": row["count"]}
+
+
+GROUP_BY_DESCRIPTION = (
+    "Facet: count the filtered papers (every filter and q applied) by one key and answer the "
+    f"top {GROUP_LIMIT} groups, count descending, in `group_by` as "
+    "`[{key, key_display_name, count}]`. One of: "
+    + "; ".join(f"`{name}`: {text}" for name, text in GROUP_BY_KEYS.items())
+    + ". Any other value is a 400."
+)
+
+META_SCHEMA = {
+    "type": "object",
+    "required": ["count", "count_exact"],
+    "properties": {
+        "count": {
+            "type": "integer",
+            "description": f"Papers matching the filters: exact up to {EXACT_COUNT_LIMIT:,}, "
+            "above that the database planner's estimate.",
+        },
+        "count_exact": {
+            "type": "boolean",
+            "description": "Whether count is exact (false: an estimate).",
+        },
+    },
+}
+
+GROUP_BY_SCHEMA = {
+    "type": "array",
+    "nullable": True,
+    "description": "The groups asked for with the group_by parameter; null without it.",
+    "items": {
+        "type": "object",
+        "required": ["key", "key_display_name", "count"],
+        "properties": {
+            "key": {"type": "string"},
+            "key_display_name": {"type": "string"},
+            "count": {"type": "integer", "minimum": 0},
+        },
+    },
+}
+
+
+class FacetedCursorPagination(PaperCursorPagination):
+    """Paper lists' cursor pagination whose answer also carries ``meta`` (the count of the
+    filtered papers) and ``group_by`` (the facet asked for, or null), both set by the view
+    before :meth:`get_paginated_response`."""
+
+    meta: dict | None = None
+    group_by: list[dict] | None = None
+
+    def get_paginated_response(self, data):
+        response = super().get_paginated_response(data)
+        response.data["meta"] = self.meta
+        response.data["group_by"] = self.group_by
+        return response
+
+    def get_paginated_response_schema(self, schema):
+        schema = super().get_paginated_response_schema(schema)
+        schema["properties"]["meta"] = META_SCHEMA
+        schema["properties"]["group_by"] = GROUP_BY_SCHEMA
+        schema.setdefault("required", [])
+        schema["required"] = [*schema["required"], "meta", "group_by"]
+        return schema
