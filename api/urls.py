@@ -73,6 +73,7 @@ urlpatterns = [
     path("categories/<str:code>/", categories.CategoryDetailView.as_view(), name="category-detail"),
     path("search/", search.SearchView.as_view(), name="search"),
     path("authors/<int:id>/", authors.AuthorDetailView.as_view(), name="author-detail"),
+    path("authors/<int:id>/papers/", authors.AuthorPapersView.as_view(), name="author-papers"),
     path("tokens/", tokens.token_list, name="tokens"),
     path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token_revoke"),
     *router.urls,

@@ -57,3 +57,13 @@ def test_a_merged_name_answers_its_survivor_and_a_bad_id_is_a_404(api_client):
     assert (body["id"], body["name"]) == (survivor.pk, "Ada Lovelace")
     assert_error(api_client.get("/api/v1/authors/999999999/"), 404)
     assert_error(api_client.get("/api/v1/authors/99999999999999999999/"), 404)
+
+
+def test_an_authors_papers_list_filters_and_a_bad_id_is_a_404(api_client):
+    author, _ = _author_with_papers(2)
+    PaperFactory()  # not theirs
+    body = api_client.get(f"/api/v1/authors/{author.pk}/papers/").json()
+    assert len(body["results"]) == 2
+    body = api_client.get(f"/api/v1/authors/{author.pk}/papers/?submitted_after=2100-01-01")
+    assert body.status_code == 200 and body.json()["results"] == []
+    assert_error(api_client.get("/api/v1/authors/999999999/papers/"), 404)

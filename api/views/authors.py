@@ -1,20 +1,47 @@
-"""``authors/{id}/``: one author's summary, from the selectors that back the author page."""
+"""``authors/{id}/`` and ``authors/{id}/papers/``: one author's summary and papers, from the
+selectors that back the author page."""
 
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from papers.author_selectors import author_affiliations, author_coauthors, author_paper_count
-from papers.models import Author
+from papers.author_selectors import (
+    author_affiliations,
+    author_coauthors,
+    author_paper_count,
+    author_papers,
+)
+from papers.models import Author, Paper
 from topics.authors import author_topics
 
+from ..selectors import paper_rows
 from ..serializers.authors import AuthorDetailSerializer
-from .base import ERROR, ReadView
+from ..serializers.papers import PaperSerializer
+from .base import ERROR, FIELDS_PARAMETER, ReadView
+from .papers import PaperListBase
 
 SHOWN = 10
+AUTHOR_ID_PARAMETER = OpenApiParameter(
+    "id", OpenApiTypes.INT, OpenApiParameter.PATH, description="Author id."
+)
+NO_AUTHOR = OpenApiResponse(ERROR, description="No author has this id.")
+
+
+def author_or_404(pk: int) -> Author:
+    """The author ``pk``, or the survivor a merged-away name was merged into; NotFound (the
+    API's 404) when no author has that id. One query."""
+    author = Author.objects.select_related("merged_into").filter(pk=pk).first()
+    if author is None:
+        raise NotFound("No author has this id.")
+    return author.merged_into or author
 
 
 class AuthorDetailView(ReadView):
@@ -40,10 +67,7 @@ class AuthorDetailView(ReadView):
         },
     )
     def get(self, request, id: int):
-        author = Author.objects.select_related("merged_into").filter(pk=id).first()
-        if author is None:
-            raise NotFound("No author has this id.")
-        author = author.merged_into or author
+        author = author_or_404(id)
         data = {
             "id": author.pk,
             "name": author.name,
@@ -54,3 +78,25 @@ class AuthorDetailView(ReadView):
             "topics": author_topics(author=author, limit=SHOWN),
         }
         return Response(AuthorDetailSerializer(data).data)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="An author's papers",
+        description="The author's papers (neither withdrawn nor deleted), with the same "
+        "filters, ordering and cursor pagination as /papers/. A merged-away name's id answers "
+        "its survivor's papers.",
+        parameters=[AUTHOR_ID_PARAMETER, FIELDS_PARAMETER],
+        responses={200: PaperSerializer(many=True), 404: NO_AUTHOR},
+    )
+)
+class AuthorPapersView(PaperListBase):
+    def get(self, request, id: int):
+        self.author = author_or_404(id)
+        return super().get(request)
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no author
+            return Paper.objects.none()
+        paper_ids = author_papers(author=self.author).order_by().values("id")
+        return paper_rows().filter(id__in=paper_ids)
