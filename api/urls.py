@@ -74,6 +74,12 @@ urlpatterns = [
     path("search/", search.SearchView.as_view(), name="search"),
     path("authors/<int:id>/", authors.AuthorDetailView.as_view(), name="author-detail"),
     path("authors/<int:id>/papers/", authors.AuthorPapersView.as_view(), name="author-papers"),
+    path(
+        "authors/<int:id>/coauthors/",
+        authors.AuthorCoauthorsView.as_view(),
+        name="author-coauthors",
+    ),
+    path("authors/<int:id>/topics/", authors.AuthorTopicsView.as_view(), name="author-topics"),
     path("tokens/", tokens.token_list, name="tokens"),
     path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token_revoke"),
     *router.urls,

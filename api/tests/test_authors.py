@@ -67,3 +67,14 @@ def test_an_authors_papers_list_filters_and_a_bad_id_is_a_404(api_client):
     body = api_client.get(f"/api/v1/authors/{author.pk}/papers/?submitted_after=2100-01-01")
     assert body.status_code == 200 and body.json()["results"] == []
     assert_error(api_client.get("/api/v1/authors/999999999/papers/"), 404)
+
+
+def test_an_authors_coauthors_and_topics_lists(api_client):
+    author, coauthor = _author_with_papers(2)
+    coauthors = api_client.get(f"/api/v1/authors/{author.pk}/coauthors/").json()
+    assert [(c["id"], c["name"], c["papers"]) for c in coauthors] == [
+        (coauthor.pk, "Charles Babbage", 2)
+    ]
+    topics = api_client.get(f"/api/v1/authors/{author.pk}/topics/").json()
+    assert [(t["name"], t["papers"]) for t in topics] == [("Engines", 2)]
+    assert_error(api_client.get("/api/v1/authors/999999999/topics/"), 404)

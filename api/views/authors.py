@@ -23,12 +23,17 @@ from papers.models import Author, Paper
 from topics.authors import author_topics
 
 from ..selectors import paper_rows
-from ..serializers.authors import AuthorDetailSerializer
+from ..serializers.authors import (
+    AuthorDetailSerializer,
+    AuthorNameCountSerializer,
+    AuthorTopicSerializer,
+)
 from ..serializers.papers import PaperSerializer
 from .base import ERROR, FIELDS_PARAMETER, ReadView
 from .papers import PaperListBase
 
 SHOWN = 10
+LISTED = 100  # co-authors and topics in their own lists
 AUTHOR_ID_PARAMETER = OpenApiParameter(
     "id", OpenApiTypes.INT, OpenApiParameter.PATH, description="Author id."
 )
@@ -100,3 +105,37 @@ class AuthorPapersView(PaperListBase):
             return Paper.objects.none()
         paper_ids = author_papers(author=self.author).order_by().values("id")
         return paper_rows().filter(id__in=paper_ids)
+
+
+@extend_schema(
+    summary="An author's co-authors",
+    description=f"At most {LISTED} authors sharing most papers with the author, most first, "
+    "then by name; `papers` counts the shared papers.",
+    parameters=[AUTHOR_ID_PARAMETER],
+    responses={200: AuthorNameCountSerializer(many=True), 404: NO_AUTHOR},
+)
+class AuthorCoauthorsView(ReadView):
+    serializer_class = AuthorNameCountSerializer
+    filter_backends: list = []
+
+    def get(self, request, id: int):
+        author = author_or_404(id)
+        rows = author_coauthors(author=author, limit=LISTED)
+        return Response(AuthorNameCountSerializer(rows, many=True).data)
+
+
+@extend_schema(
+    summary="An author's topics",
+    description=f"At most {LISTED} active topics the author's papers are accepted in, on most "
+    "of them first, then by name; `papers` counts the author's papers in each.",
+    parameters=[AUTHOR_ID_PARAMETER],
+    responses={200: AuthorTopicSerializer(many=True), 404: NO_AUTHOR},
+)
+class AuthorTopicsView(ReadView):
+    serializer_class = AuthorTopicSerializer
+    filter_backends: list = []
+
+    def get(self, request, id: int):
+        author = author_or_404(id)
+        rows = author_topics(author=author, limit=LISTED)
+        return Response(AuthorTopicSerializer(rows, many=True).data)
