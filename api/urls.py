@@ -13,7 +13,7 @@ from drf_spectacular.views import (
 from rest_framework.routers import SimpleRouter
 
 from .errors import not_found
-from .views import ask, assignments, categories, follows, papers, search, tokens, topics
+from .views import ask, assignments, authors, categories, follows, papers, search, tokens, topics
 
 app_name = "api"
 
@@ -72,6 +72,14 @@ urlpatterns = [
     path("categories/", categories.CategoryListView.as_view(), name="category-list"),
     path("categories/<str:code>/", categories.CategoryDetailView.as_view(), name="category-detail"),
     path("search/", search.SearchView.as_view(), name="search"),
+    path("authors/<int:id>/", authors.AuthorDetailView.as_view(), name="author-detail"),
+    path("authors/<int:id>/papers/", authors.AuthorPapersView.as_view(), name="author-papers"),
+    path(
+        "authors/<int:id>/coauthors/",
+        authors.AuthorCoauthorsView.as_view(),
+        name="author-coauthors",
+    ),
+    path("authors/<int:id>/topics/", authors.AuthorTopicsView.as_view(), name="author-topics"),
     path("tokens/", tokens.token_list, name="tokens"),
     path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token_revoke"),
     *router.urls,

@@ -254,6 +254,10 @@ ROUTES: dict[str, Route] = {
     "api:category-list": api(READ),
     "api:category-detail": api(READ, kwargs=lambda w: {"code": "cs.CL"}),
     "api:search": api(READ, query="q=agents"),
+    "api:author-detail": api(READ, kwargs=lambda w: {"id": w["author"].pk}),
+    "api:author-papers": api(READ, kwargs=lambda w: {"id": w["author"].pk}),
+    "api:author-coauthors": api(READ, kwargs=lambda w: {"id": w["author"].pk}),
+    "api:author-topics": api(READ, kwargs=lambda w: {"id": w["author"].pk}),
     # asking: anyone may POST a question (rate-limited; the empty body here is a 400 naming
     # the missing field); GET is refused
     "api:topic-ask": api(

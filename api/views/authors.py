@@ -1,0 +1,141 @@
+"""``authors/{id}/`` and ``authors/{id}/papers/``: one author's summary and papers, from the
+selectors that back the author page."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+
+from papers.author_selectors import (
+    author_affiliations,
+    author_coauthors,
+    author_paper_count,
+    author_papers,
+)
+from papers.models import Author, Paper
+from topics.authors import author_topics
+
+from ..selectors import paper_rows
+from ..serializers.authors import (
+    AuthorDetailSerializer,
+    AuthorNameCountSerializer,
+    AuthorTopicSerializer,
+)
+from ..serializers.papers import PaperSerializer
+from .base import ERROR, FIELDS_PARAMETER, ReadView
+from .papers import PaperListBase
+
+SHOWN = 10
+LISTED = 100  # co-authors and topics in their own lists
+AUTHOR_ID_PARAMETER = OpenApiParameter(
+    "id", OpenApiTypes.INT, OpenApiParameter.PATH, description="Author id."
+)
+NO_AUTHOR = OpenApiResponse(ERROR, description="No author has this id.")
+
+
+def author_or_404(pk: int) -> Author:
+    """The author ``pk``, or the survivor a merged-away name was merged into; NotFound (the
+    API's 404) when no author has that id. One query."""
+    author = Author.objects.select_related("merged_into").filter(pk=pk).first()
+    if author is None:
+        raise NotFound("No author has this id.")
+    return author.merged_into or author
+
+
+class AuthorDetailView(ReadView):
+    """One author by id. A merged-away name's id answers its survivor (``id`` is the
+    survivor's), as the author page redirects there. Six queries, whatever the data."""
+
+    serializer_class = AuthorDetailSerializer
+    filter_backends: list = []
+
+    @extend_schema(
+        summary="An author",
+        description="Name, paper count, affiliations, co-authors and topics (each at most "
+        f"{SHOWN}, on most papers first) and the site page's url. The id of a name merged "
+        "into another author answers that author (its `id` differs from the one asked).",
+        parameters=[
+            OpenApiParameter(
+                "id", OpenApiTypes.INT, OpenApiParameter.PATH, description="Author id."
+            )
+        ],
+        responses={
+            200: AuthorDetailSerializer,
+            404: OpenApiResponse(ERROR, description="No author has this id."),
+        },
+    )
+    def get(self, request, id: int):
+        author = author_or_404(id)
+        data = {
+            "id": author.pk,
+            "name": author.name,
+            "paper_count": author_paper_count(author=author),
+            "html_url": request.build_absolute_uri(author.get_absolute_url()),
+            "affiliations": author_affiliations(author=author, limit=SHOWN),
+            "coauthors": author_coauthors(author=author, limit=SHOWN),
+            "topics": author_topics(author=author, limit=SHOWN),
+        }
+        return Response(AuthorDetailSerializer(data).data)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="An author's papers",
+        description="The author's papers (neither withdrawn nor deleted), with the same "
+        "filters, ordering and cursor pagination as /papers/. A merged-away name's id answers "
+        "its survivor's papers.",
+        parameters=[AUTHOR_ID_PARAMETER, FIELDS_PARAMETER],
+        responses={200: PaperSerializer(many=True), 404: NO_AUTHOR},
+    )
+)
+class AuthorPapersView(PaperListBase):
+    def get(self, request, id: int):
+        self.author = author_or_404(id)
+        return super().get(request)
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no author
+            return Paper.objects.none()
+        paper_ids = author_papers(author=self.author).order_by().values("id")
+        return paper_rows().filter(id__in=paper_ids)
+
+
+@extend_schema(
+    summary="An author's co-authors",
+    description=f"At most {LISTED} authors sharing most papers with the author, most first, "
+    "then by name; `papers` counts the shared papers.",
+    parameters=[AUTHOR_ID_PARAMETER],
+    responses={200: AuthorNameCountSerializer(many=True), 404: NO_AUTHOR},
+)
+class AuthorCoauthorsView(ReadView):
+    serializer_class = AuthorNameCountSerializer
+    filter_backends: list = []
+
+    def get(self, request, id: int):
+        author = author_or_404(id)
+        rows = author_coauthors(author=author, limit=LISTED)
+        return Response(AuthorNameCountSerializer(rows, many=True).data)
+
+
+@extend_schema(
+    summary="An author's topics",
+    description=f"At most {LISTED} active topics the author's papers are accepted in, on most "
+    "of them first, then by name; `papers` counts the author's papers in each.",
+    parameters=[AUTHOR_ID_PARAMETER],
+    responses={200: AuthorTopicSerializer(many=True), 404: NO_AUTHOR},
+)
+class AuthorTopicsView(ReadView):
+    serializer_class = AuthorTopicSerializer
+    filter_backends: list = []
+
+    def get(self, request, id: int):
+        author = author_or_404(id)
+        rows = author_topics(author=author, limit=LISTED)
+        return Response(AuthorTopicSerializer(rows, many=True).data)
