@@ -41,6 +41,8 @@ urlpatterns = [
         name="redoc",
     ),
     path("papers/", papers.PaperListView.as_view(), name="paper-list"),
+    # Before the paper routes: a DOI holds slashes, and "doi/…" is no arXiv identifier.
+    path("papers/doi/<path:doi>/", papers.PaperByDoiView.as_view(), name="paper-by-doi"),
     # Old-style identifiers hold a slash (hep-th/9901001): <path:>, the export route first.
     path("papers/<path:paper_id>/bibtex/", papers.PaperBibtexView.as_view(), name="paper-bibtex"),
     path(

@@ -244,6 +244,9 @@ ROUTES: dict[str, Route] = {
     "api:paper-similar": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:paper-bibtex": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:paper-authors": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
+    "api:paper-by-doi": api(
+        READ, kwargs=lambda w: {"doi": f"10.48550/arXiv.{w['paper'].arxiv_id}"}
+    ),
     "api:topic-list": api(READ),
     "api:topic-detail": api(READ, kwargs=lambda w: SLUG),
     "api:topic-papers": api(READ, kwargs=lambda w: SLUG),
