@@ -457,13 +457,24 @@ def topic_trend(
     Three queries (two with ``as_of``)."""
     if as_of is None:
         as_of = Paper.objects.aggregate(newest=Max("submitted"))["newest"] or timezone.localdate()
+    topic_paper_ids = (
+        Assignment.objects.accepted_live().in_subtree(topic).order_by().values("paper_id")
+    )
+    return papers_trend(paper_ids=topic_paper_ids, weeks=weeks, as_of=as_of)
+
+
+def papers_trend(
+    *, paper_ids: QuerySet, weeks: int, as_of: dt.date | None = None
+) -> tuple[dt.date, list[TrendWeek]]:
+    """:func:`topic_trend` for the papers whose ids ``paper_ids`` (a ``values("id")``-like
+    queryset) gives: counted in SQL per submitted day (at most ``7 * weeks`` rows), folded
+    into weeks here. Two queries (one with ``as_of``)."""
+    if as_of is None:
+        as_of = Paper.objects.aggregate(newest=Max("submitted"))["newest"] or timezone.localdate()
     last_monday = as_of - dt.timedelta(days=as_of.weekday())
     first_monday = last_monday - dt.timedelta(weeks=weeks - 1)
     # Papers that count only, on both sides of the share, as in topics.momentum.
     in_range = Paper.objects.live().filter(submitted__gte=first_monday, submitted__lte=as_of)
-    topic_paper_ids = (
-        Assignment.objects.accepted_live().in_subtree(topic).order_by().values("paper_id")
-    )
 
     def per_week(queryset) -> dict[dt.date, int]:
         counts: dict[dt.date, int] = {}
@@ -473,7 +484,7 @@ def topic_trend(
             counts[monday] = counts.get(monday, 0) + n
         return counts
 
-    topic_counts = per_week(in_range.filter(id__in=topic_paper_ids))
+    topic_counts = per_week(in_range.filter(id__in=paper_ids))
     totals = per_week(in_range)
     result = []
     for i in range(weeks):
