@@ -13,7 +13,7 @@ from drf_spectacular.views import (
 from rest_framework.routers import SimpleRouter
 
 from .errors import not_found
-from .views import ask, assignments, categories, follows, papers, search, tokens, topics
+from .views import ask, assignments, categories, follows, papers, search, tokens, topics, trends
 
 app_name = "api"
 
@@ -74,6 +74,7 @@ urlpatterns = [
     path("categories/", categories.CategoryListView.as_view(), name="category-list"),
     path("categories/<str:code>/", categories.CategoryDetailView.as_view(), name="category-detail"),
     path("search/", search.SearchView.as_view(), name="search"),
+    path("trends/", trends.TrendsView.as_view(), name="trends"),
     path("tokens/", tokens.token_list, name="tokens"),
     path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token_revoke"),
     *router.urls,

@@ -251,6 +251,7 @@ ROUTES: dict[str, Route] = {
     "api:topic-detail": api(READ, kwargs=lambda w: SLUG),
     "api:topic-papers": api(READ, kwargs=lambda w: SLUG),
     "api:topic-trend": api(READ, kwargs=lambda w: SLUG),
+    "api:trends": api(READ),
     "api:topic-export-bibtex": api(READ, kwargs=lambda w: SLUG),
     "api:topic-export-csv": api(READ, kwargs=lambda w: SLUG),
     "api:topic-export-jsonl": api(READ, kwargs=lambda w: SLUG),
