@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 from dataclasses import dataclass
 
 from django.db import connection
@@ -456,13 +457,24 @@ def topic_trend(
     Three queries (two with ``as_of``)."""
     if as_of is None:
         as_of = Paper.objects.aggregate(newest=Max("submitted"))["newest"] or timezone.localdate()
+    topic_paper_ids = (
+        Assignment.objects.accepted_live().in_subtree(topic).order_by().values("paper_id")
+    )
+    return papers_trend(paper_ids=topic_paper_ids, weeks=weeks, as_of=as_of)
+
+
+def papers_trend(
+    *, paper_ids: QuerySet, weeks: int, as_of: dt.date | None = None
+) -> tuple[dt.date, list[TrendWeek]]:
+    """:func:`topic_trend` for the papers whose ids ``paper_ids`` (a ``values("id")``-like
+    queryset) gives: counted in SQL per submitted day (at most ``7 * weeks`` rows), folded
+    into weeks here. Two queries (one with ``as_of``)."""
+    if as_of is None:
+        as_of = Paper.objects.aggregate(newest=Max("submitted"))["newest"] or timezone.localdate()
     last_monday = as_of - dt.timedelta(days=as_of.weekday())
     first_monday = last_monday - dt.timedelta(weeks=weeks - 1)
     # Papers that count only, on both sides of the share, as in topics.momentum.
     in_range = Paper.objects.live().filter(submitted__gte=first_monday, submitted__lte=as_of)
-    topic_paper_ids = (
-        Assignment.objects.accepted_live().in_subtree(topic).order_by().values("paper_id")
-    )
 
     def per_week(queryset) -> dict[dt.date, int]:
         counts: dict[dt.date, int] = {}
@@ -472,7 +484,7 @@ def topic_trend(
             counts[monday] = counts.get(monday, 0) + n
         return counts
 
-    topic_counts = per_week(in_range.filter(id__in=topic_paper_ids))
+    topic_counts = per_week(in_range.filter(id__in=paper_ids))
     totals = per_week(in_range)
     result = []
     for i in range(weeks):
@@ -480,3 +492,51 @@ def topic_trend(
         count, total = topic_counts.get(monday, 0), totals.get(monday, 0)
         result.append(TrendWeek(monday, count, total, count / total if total else 0.0))
     return as_of, result
+
+
+class InvalidDoi(ValueError):
+    """Not a DOI (``10.<registrant>/<suffix>``); ``str(error)`` says why."""
+
+
+_DOI_FORM = re.compile(r"10\.\d{4,9}/\S+")
+# Bare, ``doi:``, or a doi.org URL; a server may fold the URL's "//" into "/" in a path.
+_DOI_LEAD = re.compile(r"^(?:doi:\s*|(?:https?:/{1,2})?(?:dx\.)?doi\.org/)", re.I)
+_ARXIV_DOI_PREFIX = "10.48550/arxiv."
+
+
+def normalize_doi(text: str) -> str:
+    """``text`` without its ``doi:`` or ``https://doi.org/`` lead. Raises :class:`InvalidDoi`
+    unless what is left is ``10.<4 to 9 digits>/<suffix without blanks>``."""
+    doi = _DOI_LEAD.sub("", text.strip())
+    if not _DOI_FORM.fullmatch(doi):
+        raise InvalidDoi(f"{text!r} is not a DOI (10.<registrant>/<suffix>).")
+    return doi
+
+
+def paper_by_doi(text: str, queryset: QuerySet[Paper] | None = None) -> Paper:
+    """The paper whose DOI is ``text`` (any case; bare, ``doi:…`` or a doi.org URL): the
+    arXiv DOI ``10.48550/arXiv.<arXiv id>`` resolves as that arXiv id does; any other DOI is
+    looked up among the papers' journal DOIs (``Paper.dois``), the lowest id first when
+    several papers carry it. Raises :class:`InvalidDoi` (malformed) or
+    :class:`PaperNotFound`."""
+    doi = normalize_doi(text)
+    if doi.lower().startswith(_ARXIV_DOI_PREFIX):
+        return paper_by_api_id(doi, queryset)
+    queryset = papers_for_api() if queryset is None else queryset
+    # DOIs are case-insensitive (DOI Handbook 2.4): the exact spelling first, then any case.
+    paper = queryset.filter(dois__contains=[doi]).order_by("id").first()
+    if paper is None:
+        paper = (
+            queryset.filter(
+                id__in=RawSQL(
+                    "SELECT p.id FROM papers_paper p, jsonb_array_elements_text(p.dois) d "
+                    "WHERE lower(d) = lower(%s)",
+                    [doi],
+                )
+            )
+            .order_by("id")
+            .first()
+        )
+    if paper is None:
+        raise PaperNotFound(f"No paper with DOI {doi!r} is stored.")
+    return paper

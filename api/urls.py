@@ -13,7 +13,18 @@ from drf_spectacular.views import (
 from rest_framework.routers import SimpleRouter
 
 from .errors import not_found
-from .views import ask, assignments, authors, categories, follows, papers, search, tokens, topics
+from .views import (
+    ask,
+    assignments,
+    authors,
+    categories,
+    follows,
+    papers,
+    search,
+    tokens,
+    topics,
+    trends,
+)
 
 app_name = "api"
 
@@ -41,6 +52,8 @@ urlpatterns = [
         name="redoc",
     ),
     path("papers/", papers.PaperListView.as_view(), name="paper-list"),
+    # Before the paper routes: a DOI holds slashes, and "doi/…" is no arXiv identifier.
+    path("papers/doi/<path:doi>/", papers.PaperByDoiView.as_view(), name="paper-by-doi"),
     # Old-style identifiers hold a slash (hep-th/9901001): <path:>, the export route first.
     path("papers/<path:paper_id>/bibtex/", papers.PaperBibtexView.as_view(), name="paper-bibtex"),
     path(
@@ -80,6 +93,7 @@ urlpatterns = [
         name="author-coauthors",
     ),
     path("authors/<int:id>/topics/", authors.AuthorTopicsView.as_view(), name="author-topics"),
+    path("trends/", trends.TrendsView.as_view(), name="trends"),
     path("tokens/", tokens.token_list, name="tokens"),
     path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token_revoke"),
     *router.urls,

@@ -126,18 +126,56 @@ class TopicDetailSerializer(TopicSerializer):
 
     @extend_schema_field(MomentumSerializer)
     def get_momentum(self, topic: Topic) -> dict:
-        m = self.context["momentum"]
-        return MomentumSerializer(
-            {
-                "as_of": m.as_of,
-                "recent": m.recent,
-                "before": m.before,
-                "change_pct": m.change_pct,
-                "share": m.share,
-                "sentence": momentum_sentence(m),
-                "weeks": [{"week_start": w.week_start, "count": w.count} for w in m.weeks],
-            }
-        ).data
+        return momentum_data(self.context["momentum"])
+
+
+def momentum_data(m) -> dict:
+    """``m`` (a ``topics.momentum.Momentum``) as :class:`MomentumSerializer` gives it."""
+    return MomentumSerializer(
+        {
+            "as_of": m.as_of,
+            "recent": m.recent,
+            "before": m.before,
+            "change_pct": m.change_pct,
+            "share": m.share,
+            "sentence": momentum_sentence(m),
+            "weeks": [{"week_start": w.week_start, "count": w.count} for w in m.weeks],
+        }
+    ).data
+
+
+class TopicListItemSerializer(TopicSerializer):
+    """A topic in the list with the topics index's figures (``topics.index``): ``paper_count``
+    (distinct papers, descendants included), ``momentum`` (as the topic's page) and
+    ``rising`` (change of the topic's share of all new papers, last four weeks against the
+    four before, in percentage points). The view passes ``index_topics`` ({pk: IndexTopic})
+    in the context; a topic the index does not hold yet shows 0 papers and null figures."""
+
+    paper_count = serializers.SerializerMethodField()
+    momentum = serializers.SerializerMethodField()
+    rising = serializers.SerializerMethodField()
+
+    class Meta(TopicSerializer.Meta):
+        fields = [*TopicSerializer.Meta.fields, "paper_count", "momentum", "rising"]
+        read_only_fields = fields
+
+    def _item(self, topic: Topic):
+        return self.context.get("index_topics", {}).get(topic.pk)
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_paper_count(self, topic: Topic) -> int:
+        item = self._item(topic)
+        return item.paper_count if item else 0
+
+    @extend_schema_field(MomentumSerializer(allow_null=True))
+    def get_momentum(self, topic: Topic) -> dict | None:
+        item = self._item(topic)
+        return momentum_data(item.momentum) if item else None
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_rising(self, topic: Topic) -> float | None:
+        item = self._item(topic)
+        return round(item.rising, 6) if item else None
 
 
 class TrendQuerySerializer(serializers.Serializer):

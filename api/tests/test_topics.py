@@ -15,7 +15,8 @@ pytestmark = pytest.mark.django_db
 def test_topic_list_filters_by_name_and_parent(api_client, world):
     TopicFactory(name="Hidden", slug="hidden", active=False)
     body = api_client.get("/api/v1/topics/").json()
-    assert [t["slug"] for t in body["results"]] == ["llm", "llm-agent-training", "robotics"]
+    # Display names, as the topics index: "LLM Agent Training" < "LLM: Large Language Model".
+    assert [t["slug"] for t in body["results"]] == ["llm-agent-training", "llm", "robotics"]
     assert body["count"] == 3
     by_name = api_client.get("/api/v1/topics/?q=AGENT").json()["results"]
     assert [t["slug"] for t in by_name] == ["llm-agent-training"]

@@ -12,7 +12,7 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import generics
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from papers.embeddings.similar import SIMILAR_COUNT, similar_ranked
@@ -31,9 +31,11 @@ from ..facets import (
 from ..filters import PaperFilter, PaperOrderingFilter
 from ..pagination import PageNumberPagination
 from ..selectors import (
+    InvalidDoi,
     PaperNotFound,
     authorships_of,
     paper_by_api_id,
+    paper_by_doi,
     paper_row,
     paper_rows,
     papers_in_order,
@@ -108,6 +110,40 @@ class PaperDetailView(ReadView):
     def get(self, request, paper_id):
         try:
             paper = paper_by_api_id(paper_id)
+        except PaperNotFound as error:
+            raise NotFound(str(error)) from None
+        row = paper_row(paper)
+        self.last_modified = row["last_modified"]
+        return Response(self.get_serializer(row).data)
+
+
+@extend_schema(
+    summary="A paper by DOI",
+    description="The paper with this DOI, as OpenAlex's /works/doi:…: `doi` is bare "
+    "(10.1103/PhysRevD.93.016005), `doi:…` or a doi.org URL, in any case. The arXiv DOI "
+    "(10.48550/arXiv.<arXiv id>) resolves to that arXiv paper; any other DOI is looked up "
+    "among the papers' journal DOIs (the lowest id first when several carry it). A malformed "
+    "DOI is a 400 naming `doi`, an unknown one a 404.",
+    parameters=[
+        OpenApiParameter(
+            "doi",
+            OpenApiTypes.STR,
+            OpenApiParameter.PATH,
+            description="A DOI: 10.<registrant>/<suffix>, optionally doi: or https://doi.org/ "
+            "before it.",
+        ),
+        FIELDS_PARAMETER,
+    ],
+    responses={200: PaperSerializer},
+)
+class PaperByDoiView(ReadView):
+    serializer_class = PaperSerializer
+
+    def get(self, request, doi):
+        try:
+            paper = paper_by_doi(doi)
+        except InvalidDoi as error:
+            raise ValidationError({"doi": [str(error)]}) from None
         except PaperNotFound as error:
             raise NotFound(str(error)) from None
         row = paper_row(paper)

@@ -15,9 +15,11 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import generics
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from papers.models import Paper
+from topics import index as topics_index
 from topics import selectors as topic_selectors
 from topics.lookups import active_topic_or_redirect
 from topics.models import Topic
@@ -31,7 +33,7 @@ from ..serializers.base import TopicRefSerializer
 from ..serializers.papers import PaperSerializer
 from ..serializers.topics import (
     TopicDetailSerializer,
-    TopicSerializer,
+    TopicListItemSerializer,
     TrendQuerySerializer,
     TrendSerializer,
 )
@@ -54,22 +56,62 @@ SLUG_PARAMETER = OpenApiParameter(
 MOVED = OpenApiResponse(description="Old slug of a renamed topic: Location has the new URL.")
 
 
+SORT_PARAMETER = OpenApiParameter(
+    "sort",
+    OpenApiTypes.STR,
+    enum=list(topics_index.INDEX_SORTS),
+    description="Order, as the topics index page: `name` (display name, case-insensitive; "
+    "the default), `size` (paper count, largest first, then name) or `rising` (largest gain "
+    f"of share first, topics with at least {topics_index.RISING_MIN_PAPERS} papers in one of "
+    "the two four-week windows before the others; ties by papers in the last four weeks, then "
+    "name). Any other value is a 400. Topics take `sort`, not `ordering`.",
+)
+
+
 @extend_schema_view(
     get=extend_schema(
         summary="List topics",
-        description="Active topics by name.",
-        parameters=[FIELDS_PARAMETER],
+        description="Active topics with their paper count (descendants included), momentum "
+        "and `rising` figure: the topics index's figures (DESIGN.md: last four weeks against "
+        "the four before), ordered by `sort`. A fixed number of queries whatever the number "
+        "of topics.",
+        parameters=[SORT_PARAMETER, FIELDS_PARAMETER],
     )
 )
 class TopicListView(ReadView, generics.ListAPIView):
-    serializer_class = TopicSerializer
+    serializer_class = TopicListItemSerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = TopicFilter
     pagination_class = PageNumberPagination
+    extra_query_params = ("sort",)
 
     def get_queryset(self):
         # Case-insensitive, whatever the database collation does with case.
         return Topic.objects.active().select_related("parent").order_by(Lower("name"), "id")
+
+    def list(self, request, *args, **kwargs):
+        sort = request.query_params.get("sort", "name")
+        if sort not in topics_index.INDEX_SORTS:
+            raise ValidationError(
+                {"sort": [f"Unknown sort {sort!r}: one of {', '.join(topics_index.INDEX_SORTS)}."]}
+            )
+        index = topics_index.topic_index()
+        self.index_topics = {item.pk: item for item in index.topics}
+        topics = {topic.pk: topic for topic in self.filter_queryset(self.get_queryset())}
+        ranked = [
+            topics.pop(item.pk)
+            for item in topics_index.topic_index_ranked(index, sort=sort)
+            if item.pk in topics
+        ]
+        ranked.extend(topics.values())  # not in the index yet: last, by name
+        page = self.paginate_queryset(ranked)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def get_serializer_context(self):
+        return {
+            **super().get_serializer_context(),
+            "index_topics": getattr(self, "index_topics", {}),
+        }
 
 
 class TopicMixin:

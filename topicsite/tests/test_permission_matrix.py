@@ -244,10 +244,14 @@ ROUTES: dict[str, Route] = {
     "api:paper-similar": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:paper-bibtex": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:paper-authors": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
+    "api:paper-by-doi": api(
+        READ, kwargs=lambda w: {"doi": f"10.48550/arXiv.{w['paper'].arxiv_id}"}
+    ),
     "api:topic-list": api(READ),
     "api:topic-detail": api(READ, kwargs=lambda w: SLUG),
     "api:topic-papers": api(READ, kwargs=lambda w: SLUG),
     "api:topic-trend": api(READ, kwargs=lambda w: SLUG),
+    "api:trends": api(READ),
     "api:topic-export-bibtex": api(READ, kwargs=lambda w: SLUG),
     "api:topic-export-csv": api(READ, kwargs=lambda w: SLUG),
     "api:topic-export-jsonl": api(READ, kwargs=lambda w: SLUG),

@@ -1,0 +1,55 @@
+"""``topics/`` with the topics index's figures (paper count, momentum, rising) and
+``sort=name|size|rising``: orders, the 400 for another value, and a query count that does not
+grow with the number of topics."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from topics.tests.factories import TopicFactory
+
+from .conftest import assert_error
+
+pytestmark = pytest.mark.django_db
+
+
+def slugs(response) -> list[str]:
+    assert response.status_code == 200, response.content
+    return [t["slug"] for t in response.json()["results"]]
+
+
+def test_topics_carry_counts_and_momentum_and_sort(api_client, world):
+    body = api_client.get("/api/v1/topics/?sort=size").json()
+    assert [(t["slug"], t["paper_count"]) for t in body["results"]] == [
+        ("llm", 3),
+        ("llm-agent-training", 2),
+        ("robotics", 0),
+    ]
+    llm = body["results"][0]
+    # The topic page's figures: the same momentum as topics/{slug}/.
+    assert llm["momentum"] == api_client.get("/api/v1/topics/llm/").json()["momentum"]
+    assert llm["rising"] == pytest.approx(100.0)  # all new papers of the last four weeks
+    # Display names, case-insensitive: "LLM Agent Training" < "LLM: Large Language Model".
+    by_name = ["llm-agent-training", "llm", "robotics"]
+    assert slugs(api_client.get("/api/v1/topics/")) == by_name
+    assert slugs(api_client.get("/api/v1/topics/?sort=name")) == by_name
+    # Same share gain and recent count: the tie goes by name.
+    assert slugs(api_client.get("/api/v1/topics/?sort=rising")) == by_name
+    assert slugs(api_client.get("/api/v1/topics/?sort=size&q=l")) == ["llm", "llm-agent-training"]
+
+
+def test_an_unknown_sort_is_a_400_naming_the_values(api_client, world):
+    error = assert_error(api_client.get("/api/v1/topics/?sort=newest"), 400, param="sort")
+    assert "rising" in str(error)
+
+
+def test_query_count_does_not_grow_with_topics(api_client, world):
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert api_client.get("/api/v1/topics/?sort=rising").status_code == 200
+        return len(captured)
+
+    few = queries()
+    for n in range(8):
+        TopicFactory(name=f"Extra {n}", slug=f"extra-{n}")
+    assert queries() == few
