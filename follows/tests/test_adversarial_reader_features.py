@@ -1,0 +1,71 @@
+"""Adversarial input on the reader features: the library, "For you", follows."""
+
+import pytest
+from django.test import Client
+
+from follows.models import LibraryItem
+from papers.tests.factories import PaperFactory
+from topics.tests.factories import UserFactory
+
+
+@pytest.fixture
+def client_in(db):
+    client = Client()
+    client.force_login(UserFactory(username="hostile"))
+    return client
+
+
+def test_for_you_pending_dismissal_non_ascii_digit_is_ignored(client_in):
+    # "²".isdigit() is true but int("²") raises: was a 500.
+    response = client_in.get("/for-you/", {"not_interested": "²"})
+    assert response.status_code == 200
+
+
+def test_library_note_with_nul_is_400_not_500(client_in):
+    paper = PaperFactory()
+    client_in.post(f"/library/papers/{paper.pk}/save/", {"action": "save"})
+    response = client_in.post(f"/library/papers/{paper.pk}/note/", {"note": "a\x00b"})
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/library/papers/{pk}/save/",
+        "/for-you/papers/{pk}/not-interested/",
+        "/follows/topics/agents/",
+    ],
+)
+def test_posts_without_csrf_token_are_refused(db, url):
+    from topics.services import topic_create
+
+    topic_create(name="Agents", slug="agents")
+    paper = PaperFactory()
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(UserFactory(username="hostile"))
+    response = client.post(url.format(pk=paper.pk), {"action": "save"})
+    assert response.status_code == 403
+    assert not LibraryItem.objects.exists()
+
+
+def test_another_readers_library_item_is_404(client_in):
+    paper = PaperFactory()
+    owner = UserFactory(username="owner")
+    LibraryItem.objects.create(user=owner, paper=paper, note="private")
+    for url in (f"/library/papers/{paper.pk}/note/", f"/library/papers/{paper.pk}/read/"):
+        response = client_in.post(url, {"note": "mine", "action": "read"})
+        assert response.status_code == 404
+    item = LibraryItem.objects.get(user=owner)
+    assert item.note == "private" and item.read_at is None
+
+
+@pytest.mark.parametrize(
+    "target", ["//evil.com", "https://evil.com/", "/\\evil.com", "javascript:alert(1)", "\\\\evil"]
+)
+def test_library_next_never_leaves_the_site(client_in, target):
+    paper = PaperFactory()
+    response = client_in.post(
+        f"/library/papers/{paper.pk}/save/", {"action": "save", "next": target}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == "/library/"
