@@ -69,3 +69,52 @@ def test_library_next_never_leaves_the_site(client_in, target):
     )
     assert response.status_code == 302
     assert response["Location"] == "/library/"
+
+
+def test_unfollow_from_a_stale_page_of_a_merged_away_author_unfollows(client_in):
+    # The reader follows "A. Smith"; a curator merges that name into "Alice Smith" while the
+    # reader's page still shows the old one: its "Unfollow" posts the old id. It said "You no
+    # longer follow" and left the (moved) follow in place.
+    from follows.models import Follow
+    from follows.services import follow_author_create
+    from papers.author_services import authors_merge
+    from papers.tests.factories import AuthorFactory
+
+    reader = client_in.session["_auth_user_id"]
+    variant, survivor = AuthorFactory(name="A. Smith"), AuthorFactory(name="Alice Smith")
+    follow_author_create(user=UserFactory._meta.model.objects.get(pk=reader), author=variant)
+    authors_merge(authors=[variant], survivor=survivor, user=None)
+
+    response = client_in.post(
+        f"/follows/authors/{variant.pk}/", {"action": "unfollow"}, HTTP_ACCEPT="application/json"
+    )
+    assert response.status_code == 200
+    assert response.json()["following"] is False
+    assert not Follow.objects.filter(user_id=reader).exists()
+    # Without an action the state flips: following again follows the survivor.
+    response = client_in.post(f"/follows/authors/{variant.pk}/", HTTP_ACCEPT="application/json")
+    assert response.json()["following"] is True
+    assert list(Follow.objects.filter(user_id=reader).values_list("author_id", flat=True)) == [
+        survivor.pk
+    ]
+
+
+def test_follow_with_an_author_read_before_a_merge_follows_the_survivor(db):
+    # The follow view read the author, then a merge committed before its insert (the insert
+    # waited on the merge's row lock): the follow landed on the merged-away name, whose papers
+    # have all moved, so the reader followed nothing.
+    from follows.models import Follow
+    from follows.services import follow_author_create
+    from papers.author_services import authors_merge
+    from papers.models import Author
+    from papers.tests.factories import AuthorFactory
+
+    variant, survivor = AuthorFactory(name="A. Smith"), AuthorFactory(name="Alice Smith")
+    stale = Author.objects.get(pk=variant.pk)
+    authors_merge(authors=[variant], survivor=survivor, user=None)
+    reader = UserFactory()
+    follow = follow_author_create(user=reader, author=stale)
+    assert follow.author_id == survivor.pk
+    assert list(Follow.objects.filter(user=reader).values_list("author_id", flat=True)) == [
+        survivor.pk
+    ]
