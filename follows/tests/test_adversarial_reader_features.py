@@ -118,3 +118,55 @@ def test_follow_with_an_author_read_before_a_merge_follows_the_survivor(db):
     assert list(Follow.objects.filter(user=reader).values_list("author_id", flat=True)) == [
         survivor.pk
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_double_submitted_saves_follows_and_reports_make_one_row_each():
+    # Two tabs (two connections) submitting the same forms at once: one row each, no 500.
+    import threading
+
+    from django.db import connection
+
+    from follows.models import Follow, ForYouFeedback
+    from papers.tests.factories import AuthorFactory
+    from topics.models import AssignmentReport
+    from topics.services import topic_create
+    from topics.tests.factories import AssignmentFactory
+
+    user = UserFactory(username="twice")
+    paper = PaperFactory()
+    topic = topic_create(name="Agents", slug="agents")
+    assignment = AssignmentFactory(paper=paper, topic=topic, state="accepted")
+    author = AuthorFactory(name="Zed")
+    posts = [
+        (f"/library/papers/{paper.pk}/save/", {"action": "save"}),
+        (f"/for-you/papers/{paper.pk}/not-interested/", {}),
+        ("/follows/topics/agents/", {"action": "follow"}),
+        (f"/follows/authors/{author.pk}/", {"action": "follow"}),
+        (f"/topics/assignments/{assignment.pk}/report/", {"note": "off topic"}),
+    ]
+    statuses = []
+    barrier = threading.Barrier(4)
+
+    def submit():
+        client = Client(raise_request_exception=False)
+        client.force_login(user)
+        try:
+            for url, data in posts:
+                barrier.wait(timeout=30)
+                statuses.append((url, client.post(url, data).status_code))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=submit) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(statuses) == 4 * len(posts)
+    assert all(status == 302 for _url, status in statuses), statuses
+    assert LibraryItem.objects.filter(user=user).count() == 1
+    assert ForYouFeedback.objects.filter(user=user).count() == 1
+    assert Follow.objects.filter(user=user, topic=topic).count() == 1
+    assert Follow.objects.filter(user=user, author=author).count() == 1
+    assert AssignmentReport.objects.filter(reporter=user).count() == 1
