@@ -33,7 +33,8 @@ def _pending_dismissal(request) -> Paper | None:
     brought back through the login page (a GET, so it is asked again, never applied). None
     when absent, malformed, no stored paper, or already dismissed."""
     raw = request.GET.get("not_interested", "")
-    if not raw.isdigit() or len(raw) > 18:
+    # isascii(): str.isdigit() is also true of "²", which int() refuses (was a 500).
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         return None
     return (
         Paper.objects.filter(pk=int(raw))

@@ -52,8 +52,11 @@ def library_item_mark_read(*, item: LibraryItem, read: bool) -> LibraryItem:
 def library_item_note(*, item: LibraryItem, note: str) -> LibraryItem:
     """Set ``item``'s note to ``note`` (surrounding whitespace dropped; empty removes it).
     Raises ``ValidationError`` naming the limit for a note longer than
-    ``LibraryItem.NOTE_MAX_LENGTH`` characters (nothing is written)."""
+    ``LibraryItem.NOTE_MAX_LENGTH`` characters, or one with a NUL character (PostgreSQL
+    cannot store it: was a 500); nothing is written then."""
     note = note.strip()
+    if "\x00" in note:
+        raise ValidationError("A note cannot contain NUL characters.")
     if len(note) > LibraryItem.NOTE_MAX_LENGTH:
         raise ValidationError(
             f"A note holds at most {LibraryItem.NOTE_MAX_LENGTH} characters; this one has "

@@ -142,6 +142,10 @@ def follow_author_create(*, user, author: Author, digest_frequency: str | None =
     ``ValidationError`` for an unknown frequency.
     """
     frequency = _clean_frequency(digest_frequency)
+    # Read the author again under a row lock: an instance read before a merge committed (the
+    # merge holds the row until then) would put the follow on the merged-away name, whose
+    # papers have all moved to the survivor.
+    author = Author.objects.select_for_update(no_key=True).get(pk=author.pk)
     follow, _ = Follow.objects.get_or_create(
         user=user,
         author=author_current(author),

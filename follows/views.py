@@ -27,6 +27,7 @@ from .feed_services import private_feed_url
 from .forms import DigestFrequencyForm, ImportForm, SavedSearchForm
 from .models import Follow
 from .services import (
+    author_current,
     follow_author_create,
     follow_author_delete,
     follow_create,
@@ -140,8 +141,9 @@ def follow_author_toggle(request, pk):
     to the login page, JSON 401). Following a merged-away author follows the author it was
     merged into. 404 for an unknown author, 400 for any other ``action``; GET is 405.
     """
-    author = get_object_or_404(Author, pk=pk)
-    # Following a merged-away name follows its survivor: the answer then speaks of that one.
+    # A merged-away name (a page opened before the merge) stands for its survivor, which the
+    # follow is on: "following" and "unfollow" must look there too, not at the old name.
+    author = author_current(get_object_or_404(Author, pk=pk))
     current = [author]
 
     def follow():

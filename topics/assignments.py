@@ -143,10 +143,13 @@ def assignment_report(
     nothing and returns ``(report, False)``; after a curator decided the assignment, it opens
     again (now, with the new note). Returns ``(report, True)`` when a report was opened.
     Raises ``ValueError`` naming the limit for a note over
-    ``AssignmentReport.NOTE_MAX_LENGTH`` characters and :class:`ReportLimitReached` after
+    ``AssignmentReport.NOTE_MAX_LENGTH`` characters or with a NUL character (PostgreSQL
+    cannot store it: was a 500), and :class:`ReportLimitReached` after
     :data:`REPORTS_PER_HOUR` reports in the last hour; nothing is written then.
     """
     note = note.strip()
+    if "\x00" in note:
+        raise ValueError("A note cannot contain NUL characters.")
     if len(note) > AssignmentReport.NOTE_MAX_LENGTH:
         raise ValueError(
             f"A note holds at most {AssignmentReport.NOTE_MAX_LENGTH} characters; this one "
