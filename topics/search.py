@@ -39,6 +39,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import ValidationError
 from django.db import connection
@@ -54,6 +55,7 @@ __all__ = [
     "RRF_K",
     "SEARCH_CONFIG",
     "SEARCH_WINDOW",
+    "SEMANTIC_MIN_COSINE",
     "SEMANTIC_WINDOW",
     "SearchResults",
     "SemanticUnavailable",
@@ -85,6 +87,13 @@ SEMANTIC_WINDOW = 100
 NEAREST_FIRST = 200
 NEAREST_GROWTH = 8
 NEAREST_LIMIT = 12_800
+# The least cosine similarity at which the semantic part of a search offers a paper: below it a
+# neighbour is only the nearest of unrelated papers. all-MiniLM-L6-v2 on the demo's 1,347
+# papers: the paper a paraphrased description was written from scores 0.39 to 0.80 (median
+# 0.60, 122 descriptions of bench/data/paraphrased_queries.json), while the nearest paper to
+# off-topic or nonsense queries ("banana bread recipe", "zzzqqqnonexistentword") scores 0.18
+# to 0.33. A model with another similarity scale wants its own: SEARCH_SEMANTIC_MIN_COSINE.
+SEMANTIC_MIN_COSINE = 0.35
 # Reciprocal rank fusion's constant (Cormack, Clarke and Buettcher, SIGIR 2009): 60 there,
 # and on this project's queries (bench/bench_retrieval.py).
 RRF_K = 60
@@ -204,6 +213,19 @@ def _excluded(tree: QueryNode) -> QueryNode | None:
     if not negations:
         return None
     return negations[0] if len(negations) == 1 else And(negations)
+
+
+def _required_phrases(tree: QueryNode) -> QueryNode | None:
+    """The quoted phrases that bind the whole query (a phrase alone, or one at the top level
+    of an AND), as one AND of them; ``None`` when there are none. A reader who quotes words
+    asks for them: the semantic part's papers must hold them too."""
+    operands = tree.operands if isinstance(tree, And) else (tree,)
+    phrases = tuple(
+        operand for operand in operands if isinstance(operand, Term) and operand.kind == "phrase"
+    )
+    if not phrases:
+        return None
+    return phrases[0] if len(phrases) == 1 else And(phrases)
 
 
 def query_parts(q: str) -> tuple[str, QueryNode | None]:
@@ -389,8 +411,9 @@ def papers_search(
     docstring). ``q`` is in the query language of ``topics.tagging.rules`` (saved searches'
     and topic rules': words, ``"phrases"``, ``prefix*``, ``AND``, ``OR``, ``NOT``/``-word``,
     parentheses): the keyword part matches it whole, the semantic part embeds the text of its
-    terms that no negation covers, and negations binding the whole query filter every
-    ranking. A blank ``q`` or one without a searchable word finds nothing. Raises
+    terms that no negation covers and offers only papers at least ``SEARCH_SEMANTIC_MIN_COSINE``
+    similar (:data:`SEMANTIC_MIN_COSINE`), and negations and quoted phrases binding the whole
+    query filter every ranking. A blank ``q`` or one without a searchable word finds nothing. Raises
     ``RuleSyntaxError`` (a ``ValueError`` with the position) for a malformed ``q``.
 
     Queries: keyword 2; semantic adds one checking for vectors, the encoder's work, a
@@ -445,7 +468,13 @@ def papers_search(
         return SearchResults(
             ranked=keyword, mode="keyword", requested_mode=mode, fallback=str(error)
         )
-    semantic = semantic_ranked(queryset, vector)
+    # Quoted phrases bind the semantic part as they bind the keyword part; neighbours below
+    # the similarity floor are not offered at all (a query about nothing here finds nothing).
+    phrases = _required_phrases(tree)
+    if phrases is not None:
+        queryset = full_text_match(queryset, phrases)
+    floor = getattr(settings, "SEARCH_SEMANTIC_MIN_COSINE", SEMANTIC_MIN_COSINE)
+    semantic = [(pk, score) for pk, score in semantic_ranked(queryset, vector) if score >= floor]
     if mode == "semantic":
         return SearchResults(ranked=semantic, mode="semantic", requested_mode=mode)
     candidates = list(dict.fromkeys(paper_id for paper_id, _ in [*keyword, *semantic]))

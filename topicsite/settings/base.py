@@ -447,6 +447,9 @@ EMBEDDING_QUANTIZE = env_bool("EMBEDDING_QUANTIZE", True)
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0, minimum=0)
 EMBEDDING_CACHE_DIR = Path(env.str("EMBEDDING_CACHE_DIR", default=str(VAR_DIR / "models")))
 EMBEDDING_INDEX_DIR = Path(env.str("EMBEDDING_INDEX_DIR", default=str(VAR_DIR / "vectors")))
+# Search by meaning offers no paper less similar than this to the query (cosine; calibrated for
+# all-MiniLM-L6-v2 in topics/search.py's SEMANTIC_MIN_COSINE; another model wants its own).
+SEARCH_SEMANTIC_MIN_COSINE = env.float("SEARCH_SEMANTIC_MIN_COSINE", default=0.35)
 
 LOGGING = {
     "version": 1,
