@@ -29,6 +29,7 @@ from django.core.exceptions import (
 from django.http import Http404, HttpResponsePermanentRedirect, JsonResponse
 from django.urls import Resolver404, resolve
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -181,8 +182,11 @@ def exception_handler(exc, context):
     return Response(body, status=exc.status_code, headers=headers)
 
 
+@csrf_exempt
 def not_found(request, unmatched=""):
-    """Unknown URL under ``/api/v1/``: a JSON 404 naming the path.
+    """Unknown URL under ``/api/v1/``: a JSON 404 naming the path, whatever the method (CSRF
+    exempt: it changes nothing, and a POST to a mistyped path must get this answer, not the
+    HTML page of a CSRF failure).
 
     A GET or HEAD of a known endpoint written without its trailing slash is redirected (301)
     to the address with the slash, as Django's ``APPEND_SLASH`` would have done.

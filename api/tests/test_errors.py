@@ -21,6 +21,19 @@ def test_unknown_urls_under_the_api_are_json_404s(api_client, world, url):
     assert "/api/v1/docs/" in error["message"]
 
 
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+def test_a_write_to_an_unknown_url_is_a_json_404_not_a_csrf_page(world, method):
+    """A signed-in browser session (CSRF enforced) writing to a mistyped path: the JSON 404,
+    not Django's HTML CSRF failure page."""
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(UserFactory())
+    response = getattr(client, method)("/api/v1/follows/", {}, content_type="application/json")
+    assert response["Content-Type"].startswith("application/json")
+    assert_error(response, 404, code="not_found")
+
+
 def test_a_known_endpoint_without_its_slash_redirects_to_it(api_client, world):
     response = api_client.get("/api/v1/papers?page_size=1")
     assert response.status_code == 301
