@@ -159,6 +159,7 @@ def test_a_topic_page_of_papers_adds_only_the_topic_lookups(api_client, tangle):
         assert api_client.get("/api/v1/papers/?page_size=100").status_code == 200
     with CaptureQueriesContext(connection) as topic_page:
         assert api_client.get("/api/v1/topics/llm/papers/?page_size=100").status_code == 200
+
     def pages(captured):
         return [q for q in captured.captured_queries if "json_build_array" in q["sql"]]
 
