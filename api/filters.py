@@ -7,11 +7,17 @@
   assignment to the topic or any descendant;
 - ``category``: an arXiv category code, as primary category or cross-list; aliases
   (``math.MP``) resolve to the canonical code; ``primary_category``: primary only;
-- ``submitted_after`` / ``submitted_before``: ISO 8601 dates (YYYY-MM-DD), both inclusive;
+- ``submitted``: ``YYYY-MM-DD`` or ``YYYY`` (that day or year), ``>…`` after it, ``<…`` before
+  it (OpenAlex's comparison convention); ``submitted_after`` / ``submitted_before``: ISO 8601
+  dates (YYYY-MM-DD), both inclusive;
 - ``updated_after``: the latest version dated on or after (a paper with one version counts its
   submitted date);
 - ``author`` / ``affiliation``: case-insensitive substring of an author's / affiliation's name;
 - ``withdrawn``: ``true`` or ``false``;
+- ``topic``, ``category``, ``primary_category``, ``author``, ``affiliation`` take OpenAlex's
+  conventions (:class:`Alternatives`): ``a|b`` for any of them, a leading ``!`` for none of
+  them (``category=cs.CL|cs.AI``, ``category=!hep-th``), at most :data:`MAX_ALTERNATIVES`;
+  an unknown code or slug among them, or an empty alternative, is a 400 naming it;
 - ``q``: full text over title and abstract in the query language of saved searches and topic
   rules (``topics.tagging.rules``: words, ``"a phrase"``, ``prefix*``, ``AND``, ``OR``,
   ``NOT``/``-word``, parentheses; PostgreSQL's English configuration over the stored
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 
 import django_filters
 from django import forms
@@ -84,13 +91,62 @@ def text_without_control_characters(value: str) -> None:
         )
 
 
-class TopicSlugField(forms.CharField):
-    """A topic slug, cleaned to the active :class:`Topic` (old slugs follow their redirect)."""
+MAX_ALTERNATIVES = 50
+
+
+@dataclass(frozen=True)
+class Alternatives:
+    """A filter value in OpenAlex's conventions: ``a|b`` (any of them) and a leading ``!``
+    (none of them: ``!a``, ``!a|b``). ``values`` are the cleaned alternatives, in order."""
+
+    values: tuple
+    negated: bool = False
+
+    def q(self, one) -> Q:
+        """The ``Q`` of the whole value from ``one`` (alternative -> ``Q``): OR-ed, negated
+        for ``!``."""
+        combined = Q()
+        for value in self.values:
+            combined |= one(value)
+        return ~combined if self.negated else combined
+
+
+class AlternativesField(forms.CharField):
+    """A field taking ``a``, ``a|b|…`` (at most :data:`MAX_ALTERNATIVES`) and ``!a|…``; each
+    alternative cleaned by :meth:`clean_one`. An empty alternative (``a||b``, ``a|``, ``!``)
+    is an error naming it. Cleans to :class:`Alternatives`, or None when blank."""
+
+    def clean_one(self, value: str):
+        return value
 
     def clean(self, value):
         value = super().clean(value)
         if not value:
             return None
+        negated = value.startswith("!")
+        parts = value[1:].split("|") if negated else value.split("|")
+        if len(parts) > MAX_ALTERNATIVES:
+            raise forms.ValidationError(
+                "At most %(most)d alternatives separated by |; got %(count)d.",
+                params={"most": MAX_ALTERNATIVES, "count": len(parts)},
+            )
+        if any(not part.strip() for part in parts):
+            raise forms.ValidationError(
+                "Empty alternative in %(value)r: write a|b for either, !a for not a.",
+                params={"value": value},
+            )
+        cleaned = tuple(dict.fromkeys(self.clean_one(part.strip()) for part in parts))
+        return Alternatives(values=cleaned, negated=negated)
+
+
+ALTERNATIVES_HELP = " Several: a|b (any of them); !a or !a|b: none of them."
+
+
+class TopicSlugField(AlternativesField):
+    """Topic slugs (``a|b``, ``!a``), each cleaned to the active :class:`Topic` (old slugs
+    follow their redirect)."""
+
+    def clean_one(self, value):
         topic = topic_by_slug(value)
         if topic is None:
             # The value goes in params: Django %-formats messages, and a slug may hold "%".
@@ -101,13 +157,11 @@ class TopicSlugField(forms.CharField):
         return topic
 
 
-class CategoryCodeField(forms.CharField):
-    """An arXiv category code, cleaned to the stored :class:`Category` (aliases resolved)."""
+class CategoryCodeField(AlternativesField):
+    """arXiv category codes (``a|b``, ``!a``), each cleaned to the stored :class:`Category`
+    (aliases resolved)."""
 
-    def clean(self, value):
-        value = super().clean(value)
-        if not value:
-            return None
+    def clean_one(self, value):
         try:
             code = canonical_category(value)
         except UnknownCategory:
@@ -143,6 +197,45 @@ _DATE_KWARGS = {
 }
 
 
+class SubmittedField(forms.CharField):
+    """``YYYY-MM-DD`` or ``YYYY``, optionally after ``>`` or ``<``: cleans to ``(operator,
+    first day, last day)`` of that day or year, operator ``""``, ``">"`` or ``"<"``."""
+
+    _PATTERN = re.compile(r"([<>]?)(\d{4})(?:-(\d{2})-(\d{2}))?")
+
+    def clean(self, value):
+        value = super().clean(value)
+        if not value:
+            return None
+        match = self._PATTERN.fullmatch(value.strip())
+        try:
+            if match is None:
+                raise ValueError
+            operator, year, month, day = match.groups()
+            if month is None:
+                first, last = dt.date(int(year), 1, 1), dt.date(int(year), 12, 31)
+            else:
+                first = last = dt.date(int(year), int(month), int(day))
+        except ValueError:
+            raise forms.ValidationError(
+                "Expected YYYY-MM-DD or YYYY, optionally after > or <; got %(value)r.",
+                params={"value": value},
+            ) from None
+        return operator, first, last
+
+
+class _SubmittedFilter(django_filters.Filter):
+    field_class = SubmittedField
+
+
+class _TextAlternativesField(AlternativesField):
+    pass
+
+
+class _TextAlternativesFilter(django_filters.CharFilter):
+    field_class = _TextAlternativesField
+
+
 class _TopicFilter(django_filters.Filter):
     field_class = TopicSlugField
 
@@ -159,12 +252,22 @@ class PaperFilter(django_filters.FilterSet):
     """The paper-list filters (see the module docstring). Each filter narrows with a subquery,
     so no filter multiplies rows and no ``DISTINCT`` is needed."""
 
-    topic = _TopicFilter(method="filter_topic", help_text="Topic slug; descendants included.")
+    topic = _TopicFilter(
+        method="filter_topic", help_text="Topic slug; descendants included." + ALTERNATIVES_HELP
+    )
     category = _CategoryFilter(
-        method="filter_category", help_text="arXiv category code, as primary or cross-list."
+        method="filter_category",
+        help_text="arXiv category code, as primary or cross-list." + ALTERNATIVES_HELP,
     )
     primary_category = _CategoryFilter(
-        method="filter_primary_category", help_text="arXiv category code, as primary category."
+        method="filter_primary_category",
+        help_text="arXiv category code, as primary category." + ALTERNATIVES_HELP,
+    )
+    submitted = _SubmittedFilter(
+        method="filter_submitted",
+        help_text="Submitted (v1): YYYY-MM-DD (that day), YYYY (that year), >YYYY-MM-DD or "
+        ">YYYY (after it), <YYYY-MM-DD or <YYYY (before it); OpenAlex's comparison "
+        "convention. submitted_after / submitted_before are the inclusive forms.",
     )
     submitted_after = django_filters.DateFilter(
         field_name="submitted",
@@ -183,15 +286,15 @@ class PaperFilter(django_filters.FilterSet):
         help_text="Latest version dated on or after this date, YYYY-MM-DD.",
         **_DATE_KWARGS,
     )
-    author = django_filters.CharFilter(
+    author = _TextAlternativesFilter(
         method="filter_author",
         max_length=MAX_TEXT_LENGTH,
-        help_text="Part of an author's name, case-insensitive.",
+        help_text="Part of an author's name, case-insensitive." + ALTERNATIVES_HELP,
     )
-    affiliation = django_filters.CharFilter(
+    affiliation = _TextAlternativesFilter(
         method="filter_affiliation",
         max_length=MAX_TEXT_LENGTH,
-        help_text="Part of an affiliation's name, case-insensitive.",
+        help_text="Part of an affiliation's name, case-insensitive." + ALTERNATIVES_HELP,
     )
     withdrawn = _StrictBooleanFilter(
         method="filter_withdrawn", help_text="true: only withdrawn papers; false: none."
@@ -217,20 +320,41 @@ class PaperFilter(django_filters.FilterSet):
             type(self)._form_class = form_class
         return form_class
 
-    def filter_topic(self, queryset, name, value: str):
-        paper_ids = Assignment.objects.accepted().in_subtree(value).order_by().values("paper_id")
-        return queryset.filter(id__in=paper_ids)
-
     # The hints say what the query parameter is (for the schema); the field has already
-    # cleaned it to a Topic / Category / bool.
-    def filter_category(self, queryset, name, value: str):
-        cross_listed = (
-            Paper.cross_lists.through.objects.filter(category=value).order_by().values("paper_id")
+    # cleaned it to Alternatives of Topics / Categories / texts, or a bool.
+    def filter_topic(self, queryset, name, value: str):
+        return queryset.filter(
+            value.q(
+                lambda topic: Q(
+                    id__in=Assignment.objects.accepted()
+                    .in_subtree(topic)
+                    .order_by()
+                    .values("paper_id")
+                )
+            )
         )
-        return queryset.filter(Q(primary_category=value) | Q(id__in=cross_listed))
+
+    def filter_category(self, queryset, name, value: str):
+        categories = list(value.values)
+        cross_listed = (
+            Paper.cross_lists.through.objects.filter(category__in=categories)
+            .order_by()
+            .values("paper_id")
+        )
+        either = Q(primary_category__in=categories) | Q(id__in=cross_listed)
+        return queryset.filter(~either if value.negated else either)
 
     def filter_primary_category(self, queryset, name, value: str):
-        return queryset.filter(primary_category=value)
+        either = Q(primary_category__in=list(value.values))
+        return queryset.filter(~either if value.negated else either)
+
+    def filter_submitted(self, queryset, name, value: tuple):
+        operator, first, last = value
+        if operator == ">":
+            return queryset.filter(submitted__gt=last)
+        if operator == "<":
+            return queryset.filter(submitted__lt=first)
+        return queryset.filter(submitted__gte=first, submitted__lte=last)
 
     def filter_withdrawn(self, queryset, name, value: bool):
         return queryset.filter(withdrawn=value)
@@ -241,24 +365,26 @@ class PaperFilter(django_filters.FilterSet):
         )
 
     def filter_author(self, queryset, name, value: str):
-        value = value.strip()
-        if not value:
-            return queryset
-        paper_ids = (
-            Authorship.objects.filter(author__name__icontains=value).order_by().values("paper_id")
+        names = Q()
+        for text in value.values:
+            names |= Q(author__name__icontains=text)
+        paper_ids = Authorship.objects.filter(names).order_by().values("paper_id")
+        return (
+            queryset.exclude(id__in=paper_ids)
+            if value.negated
+            else queryset.filter(id__in=paper_ids)
         )
-        return queryset.filter(id__in=paper_ids)
 
     def filter_affiliation(self, queryset, name, value: str):
-        value = value.strip()
-        if not value:
-            return queryset
-        paper_ids = (
-            PaperAffiliation.objects.filter(affiliation__name__icontains=value)
-            .order_by()
-            .values("paper_id")
+        names = Q()
+        for text in value.values:
+            names |= Q(affiliation__name__icontains=text)
+        paper_ids = PaperAffiliation.objects.filter(names).order_by().values("paper_id")
+        return (
+            queryset.exclude(id__in=paper_ids)
+            if value.negated
+            else queryset.filter(id__in=paper_ids)
         )
-        return queryset.filter(id__in=paper_ids)
 
     def filter_q(self, queryset, name, value: str):
         value = value.strip()

@@ -117,6 +117,8 @@ class AuthorPapersView(PaperListBase):
 class AuthorCoauthorsView(ReadView):
     serializer_class = AuthorNameCountSerializer
     filter_backends: list = []
+    # One unpaged list (at most LISTED): the schema must not describe a page.
+    pagination_class = None
 
     def get(self, request, id: int):
         author = author_or_404(id)
@@ -134,6 +136,8 @@ class AuthorCoauthorsView(ReadView):
 class AuthorTopicsView(ReadView):
     serializer_class = AuthorTopicSerializer
     filter_backends: list = []
+    # One unpaged list (at most LISTED): the schema must not describe a page.
+    pagination_class = None
 
     def get(self, request, id: int):
         author = author_or_404(id)
