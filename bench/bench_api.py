@@ -47,6 +47,7 @@ from smoke import smoke_database_url  # noqa: E402
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/topicsite_bench_api"
 THROTTLE_OFF = {"API_THROTTLE_ANON": "1000000/min", "API_THROTTLE_USER": "1000000/min"}
+PAPERS_OR = "/api/v1/papers/?category=cs.LG|cs.CL"
 SEARCH_WORDS = ["quantum", "neural network", "black hole", "graph", "spin", "galaxy", "entropy"]
 
 
@@ -101,7 +102,7 @@ def in_process(url: str, requests: int) -> list[tuple[str, float, float, int]]:
     django.setup()
     from django.test import Client
 
-    from papers.models import Paper
+    from papers.models import Author, Paper
     from topics.models import Topic
 
     client = Client(HTTP_HOST="127.0.0.1")
@@ -111,6 +112,12 @@ def in_process(url: str, requests: int) -> list[tuple[str, float, float, int]]:
     )
     parent = Topic.objects.filter(children__isnull=False).values_list("slug", flat=True).first()
     leaf = Topic.objects.filter(children__isnull=True).values_list("slug", flat=True).first()
+    author_ids = list(Author.objects.values_list("pk", flat=True)[:5000])
+    new_style = [a for a in arxiv_ids if "/" not in a] or arxiv_ids
+
+    def arxiv_id() -> str:
+        return rng.choice(new_style)
+
     list_page = client.get("/api/v1/papers/?page_size=25").json()
     deep = client.get(list_page["next"]).json()["next"]
     cases = [
@@ -135,6 +142,22 @@ def in_process(url: str, requests: int) -> list[tuple[str, float, float, int]]:
         ("search/?q=", lambda: f"/api/v1/search/?q={rng.choice(SEARCH_WORDS)}"),
         ("search/?q=model (common word)", lambda: "/api/v1/search/?q=model"),
         ("papers/?q= (filter)", lambda: f"/api/v1/papers/?q={rng.choice(SEARCH_WORDS)}"),
+        # Issue 18: facets and counts, OpenAlex's OR / NOT / comparison filters, the new
+        # resources.
+        ("papers/?group_by=primary_category", lambda: "/api/v1/papers/?group_by=primary_category"),
+        ("papers/?group_by=submitted_year", lambda: "/api/v1/papers/?group_by=submitted_year"),
+        ("papers/?group_by=author", lambda: "/api/v1/papers/?group_by=author"),
+        (
+            f"topics/{parent}/papers/?group_by=topic",
+            lambda: f"/api/v1/topics/{parent}/papers/?group_by=topic",
+        ),
+        ("papers/?category=a|b&submitted=>", lambda: PAPERS_OR + "&submitted=>2018-01-01"),
+        ("papers/?category=!a", lambda: "/api/v1/papers/?category=!cs.LG"),
+        ("papers/doi/<arXiv DOI>/", lambda: f"/api/v1/papers/doi/10.48550/arXiv.{arxiv_id()}/"),
+        ("trends/?q=", lambda: f"/api/v1/trends/?q={rng.choice(SEARCH_WORDS)}"),
+        ("topics/?sort=rising", lambda: "/api/v1/topics/?sort=rising"),
+        ("authors/{id}/", lambda: f"/api/v1/authors/{rng.choice(author_ids)}/"),
+        ("authors/{id}/papers/", lambda: f"/api/v1/authors/{rng.choice(author_ids)}/papers/"),
     ]
     rows = []
     for name, make_url in cases:
