@@ -248,6 +248,17 @@ class _StrictBooleanFilter(django_filters.Filter):
     field_class = StrictBooleanField
 
 
+def _name_match(queryset, value: Alternatives, links, field: str):
+    """Papers of ``queryset`` linked (``links``: authorships or paper affiliations) to a name
+    (``field``) holding any of ``value``'s texts, case-insensitive; for ``!``, papers linked
+    to none."""
+    names = Alternatives(value.values).q(lambda text: Q(**{f"{field}__icontains": text}))
+    paper_ids = links.filter(names).order_by().values("paper_id")
+    if value.negated:
+        return queryset.exclude(id__in=paper_ids)
+    return queryset.filter(id__in=paper_ids)
+
+
 class PaperFilter(django_filters.FilterSet):
     """The paper-list filters (see the module docstring). Each filter narrows with a subquery,
     so no filter multiplies rows and no ``DISTINCT`` is needed."""
@@ -364,27 +375,11 @@ class PaperFilter(django_filters.FilterSet):
             Q(updated__gte=value) | Q(updated__isnull=True, submitted__gte=value)
         )
 
-    def filter_author(self, queryset, name, value: str):
-        names = Q()
-        for text in value.values:
-            names |= Q(author__name__icontains=text)
-        paper_ids = Authorship.objects.filter(names).order_by().values("paper_id")
-        return (
-            queryset.exclude(id__in=paper_ids)
-            if value.negated
-            else queryset.filter(id__in=paper_ids)
-        )
+    def filter_author(self, queryset, name, value: Alternatives):
+        return _name_match(queryset, value, Authorship.objects, "author__name")
 
-    def filter_affiliation(self, queryset, name, value: str):
-        names = Q()
-        for text in value.values:
-            names |= Q(affiliation__name__icontains=text)
-        paper_ids = PaperAffiliation.objects.filter(names).order_by().values("paper_id")
-        return (
-            queryset.exclude(id__in=paper_ids)
-            if value.negated
-            else queryset.filter(id__in=paper_ids)
-        )
+    def filter_affiliation(self, queryset, name, value: Alternatives):
+        return _name_match(queryset, value, PaperAffiliation.objects, "affiliation__name")
 
     def filter_q(self, queryset, name, value: str):
         value = value.strip()

@@ -36,6 +36,7 @@ from ..serializers.topics import (
     TopicListItemSerializer,
     TrendQuerySerializer,
     TrendSerializer,
+    TrendWeekSerializer,
 )
 from ..strict import StrictQueryParamsMixin
 from .base import (
@@ -200,15 +201,7 @@ class TopicTrendView(TopicMixin, ReadView):
         data = {
             "topic": TopicRefSerializer(topic).data,
             "as_of": as_of.isoformat(),
-            "weeks": [
-                {
-                    "week_start": w.week_start.isoformat(),
-                    "count": w.count,
-                    "total": w.total,
-                    "share": w.share,
-                }
-                for w in weeks
-            ],
+            "weeks": TrendWeekSerializer(weeks, many=True).data,
         }
         return Response(data)
 

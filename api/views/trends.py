@@ -51,16 +51,5 @@ class TrendsView(ReadView):
             as_of=query.validated_data.get("as_of"),
         )
         return Response(
-            {
-                "as_of": as_of.isoformat(),
-                "weeks": [
-                    {
-                        "week_start": w.week_start.isoformat(),
-                        "count": w.count,
-                        "total": w.total,
-                        "share": w.share,
-                    }
-                    for w in weeks
-                ],
-            }
+            {"as_of": as_of.isoformat(), "weeks": TrendWeekSerializer(weeks, many=True).data}
         )
