@@ -17,6 +17,7 @@ from .views import (
     ask,
     assignments,
     authors,
+    autocomplete,
     categories,
     follows,
     papers,
@@ -85,6 +86,8 @@ urlpatterns = [
     path("categories/", categories.CategoryListView.as_view(), name="category-list"),
     path("categories/<str:code>/", categories.CategoryDetailView.as_view(), name="category-detail"),
     path("search/", search.SearchView.as_view(), name="search"),
+    path("authors/", authors.AuthorListView.as_view(), name="author-list"),
+    path("autocomplete/", autocomplete.AutocompleteView.as_view(), name="autocomplete"),
     path("authors/<int:id>/", authors.AuthorDetailView.as_view(), name="author-detail"),
     path("authors/<int:id>/papers/", authors.AuthorPapersView.as_view(), name="author-papers"),
     path(

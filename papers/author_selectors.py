@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.db.models import Count, QuerySet
+from django.db.models import Case, Count, IntegerField, QuerySet, Value, When
 
 from .models import Author, Authorship, Paper
 
@@ -21,6 +21,8 @@ __all__ = [
     "author_paper_ids",
     "author_papers",
     "author_papers_per_day",
+    "authors_matching",
+    "authors_paper_counts",
 ]
 
 AuthorshipAffiliation = Authorship.affiliations.through
@@ -106,3 +108,36 @@ def author_papers_per_day(
         .annotate(n=Count("id"))
         .values_list("submitted", "n")
     )
+
+
+def authors_matching(*, q: str) -> QuerySet[Author]:
+    """Authors (not merged into another) whose name holds ``q``, case-insensitive (the
+    trigram index of papers migration 0005 serves it), names starting with ``q`` first,
+    then by name. Chainable; one query when evaluated."""
+    q = q.strip()
+    return (
+        Author.objects.filter(merged_into__isnull=True, name__icontains=q)
+        .annotate(
+            starts=Case(
+                When(name__istartswith=q, then=Value(0)),
+                default=Value(1),
+                output_field=IntegerField(),
+            )
+        )
+        .order_by("starts", "name", "pk")
+    )
+
+
+def authors_paper_counts(*, author_ids: list[int]) -> dict[int, int]:
+    """``{author id: papers that count}`` (neither withdrawn nor deleted, distinct) for
+    ``author_ids``; an author without any is left out. One query."""
+    if not author_ids:
+        return {}
+    rows = (
+        Authorship.objects.filter(author_id__in=author_ids, paper__in=Paper.objects.live())
+        .order_by()
+        .values("author_id")
+        .annotate(n=Count("paper_id", distinct=True))
+        .values_list("author_id", "n")
+    )
+    return dict(rows)

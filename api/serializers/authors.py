@@ -35,3 +35,32 @@ class AuthorDetailSerializer(serializers.Serializer):
     affiliations = AuthorNameCountSerializer(many=True)
     coauthors = AuthorNameCountSerializer(many=True)
     topics = AuthorTopicSerializer(many=True)
+
+
+class AuthorListItemSerializer(serializers.Serializer):
+    """An author found by name: ``id``, ``name``, ``paper_count`` (papers that count) and
+    the site page's ``html_url``."""
+
+    id = serializers.IntegerField(source="pk")
+    name = serializers.CharField()
+    paper_count = serializers.IntegerField()
+    html_url = serializers.CharField()
+
+
+class AutocompleteItemSerializer(serializers.Serializer):
+    """One suggestion: ``type`` (topic, author or category), ``id`` (topic slug, author id
+    as text, category code), ``display_name``, ``hint`` (what it is: the parent topic, the
+    paper count, the category's archive) and the site page's ``url``."""
+
+    type = serializers.ChoiceField(choices=["topic", "author", "category"])
+    id = serializers.CharField()
+    display_name = serializers.CharField()
+    hint = serializers.CharField(allow_blank=True)
+    url = serializers.CharField()
+
+
+class AutocompleteSerializer(serializers.Serializer):
+    """Suggestions for ``q``: topics first, then authors, then categories."""
+
+    q = serializers.CharField()
+    results = AutocompleteItemSerializer(many=True)

@@ -1,5 +1,5 @@
-"""``authors/{id}/`` and ``authors/{id}/papers/``: one author's summary and papers, from the
-selectors that back the author page."""
+"""``authors/?q=`` (authors by name), ``authors/{id}/`` and its ``papers/``, ``coauthors/`` and
+``topics/``: from the selectors that back the author page."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework.exceptions import NotFound
+from rest_framework import generics
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from papers.author_selectors import (
@@ -18,13 +19,17 @@ from papers.author_selectors import (
     author_coauthors,
     author_paper_count,
     author_papers,
+    authors_matching,
+    authors_paper_counts,
 )
 from papers.models import Author, Paper
 from topics.authors import author_topics
 
+from ..pagination import PageNumberPagination
 from ..selectors import paper_rows
 from ..serializers.authors import (
     AuthorDetailSerializer,
+    AuthorListItemSerializer,
     AuthorNameCountSerializer,
     AuthorTopicSerializer,
 )
@@ -47,6 +52,57 @@ def author_or_404(pk: int) -> Author:
     if author is None:
         raise NotFound("No author has this id.")
     return author.merged_into or author
+
+
+MIN_QUERY = 2
+NAME_QUERY_PARAMETER = OpenApiParameter(
+    "q",
+    OpenApiTypes.STR,
+    required=True,
+    description=f"Part of a name, case-insensitive, {MIN_QUERY} to 200 characters.",
+)
+
+
+def name_query(request) -> str:
+    """The request's ``q``, stripped: a ValidationError (the API's 400 naming ``q``) when
+    missing, shorter than :data:`MIN_QUERY` or longer than 200 characters."""
+    q = request.query_params.get("q", "").strip()
+    if not MIN_QUERY <= len(q) <= 200:
+        raise ValidationError({"q": [f"Give {MIN_QUERY} to 200 characters of a name."]})
+    return q
+
+
+@extend_schema(
+    summary="Authors by name",
+    description="Authors whose name holds `q` (case-insensitive), names starting with it "
+    "first, then by name; a name merged into another author is not listed (its survivor "
+    "is). Page-number paging; `paper_count` counts papers neither withdrawn nor deleted.",
+    parameters=[NAME_QUERY_PARAMETER],
+)
+class AuthorListView(ReadView, generics.ListAPIView):
+    serializer_class = AuthorListItemSerializer
+    filter_backends: list = []
+    pagination_class = PageNumberPagination
+    extra_query_params = ("q",)
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Author.objects.none()
+        return authors_matching(q=name_query(self.request))
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.get_queryset())
+        counts = authors_paper_counts(author_ids=[author.pk for author in page])
+        rows = [
+            {
+                "pk": author.pk,
+                "name": author.name,
+                "paper_count": counts.get(author.pk, 0),
+                "html_url": request.build_absolute_uri(author.get_absolute_url()),
+            }
+            for author in page
+        ]
+        return self.get_paginated_response(self.get_serializer(rows, many=True).data)
 
 
 class AuthorDetailView(ReadView):

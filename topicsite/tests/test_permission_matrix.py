@@ -258,6 +258,8 @@ ROUTES: dict[str, Route] = {
     "api:category-list": api(READ),
     "api:category-detail": api(READ, kwargs=lambda w: {"code": "cs.CL"}),
     "api:search": api(READ, query="q=agents"),
+    "api:author-list": api(READ, query="q=ab"),
+    "api:autocomplete": api(READ, query="q=ab"),
     "api:author-detail": api(READ, kwargs=lambda w: {"id": w["author"].pk}),
     "api:author-papers": api(READ, kwargs=lambda w: {"id": w["author"].pk}),
     "api:author-coauthors": api(READ, kwargs=lambda w: {"id": w["author"].pk}),
