@@ -20,6 +20,7 @@ from .views import (
     autocomplete,
     categories,
     follows,
+    me,
     papers,
     search,
     tokens,
@@ -31,6 +32,7 @@ app_name = "api"
 
 router = SimpleRouter(use_regex_path=False)
 router.register("me/follows", follows.MyFollowViewSet, basename="me-follow")
+router.register("me/library", me.MyLibraryViewSet, basename="me-library")
 router.register("assignments", assignments.AssignmentViewSet, basename="assignment")
 
 urlpatterns = [
@@ -88,6 +90,7 @@ urlpatterns = [
     path("search/", search.SearchView.as_view(), name="search"),
     path("authors/", authors.AuthorListView.as_view(), name="author-list"),
     path("autocomplete/", autocomplete.AutocompleteView.as_view(), name="autocomplete"),
+    path("me/for-you/", me.MyForYouView.as_view(), name="me-for-you"),
     path("authors/<int:id>/", authors.AuthorDetailView.as_view(), name="author-detail"),
     path("authors/<int:id>/papers/", authors.AuthorPapersView.as_view(), name="author-papers"),
     path(

@@ -276,6 +276,14 @@ ROUTES: dict[str, Route] = {
     ),
     # the user's own follows
     "api:me-follow-list": api(signed_in(200, anonymous=401), post=signed_in(400, anonymous=401)),
+    "api:me-library-list": api(signed_in(200, anonymous=401), post=signed_in(400, anonymous=401)),
+    "api:me-library-detail": api(
+        signed_in(405, anonymous=401),
+        patch=signed_in(404, anonymous=401),
+        delete=signed_in(404, anonymous=401),
+        kwargs=lambda w: {"pk": 999999},
+    ),
+    "api:me-for-you": api(signed_in(200, anonymous=401)),
     "api:me-follow-detail": api(
         signed_in(404, anonymous=401),
         patch=signed_in(404, anonymous=401),
