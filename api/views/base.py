@@ -8,10 +8,11 @@ from django.http import StreamingHttpResponse
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
-from rest_framework import generics
+from rest_framework import generics, viewsets
 from rest_framework.negotiation import BaseContentNegotiation
 
 from ..conditional import ConditionalGetMixin
+from ..permissions import IsSignedIn
 from ..serializers.base import FIELDS_PARAM
 from ..strict import StrictQueryParamsMixin
 
@@ -54,6 +55,17 @@ class PrivateAnswersMixin:
         add_never_cache_headers(response)
         patch_vary_headers(response, ("Authorization",))
         return response
+
+
+class MyViewSet(StrictQueryParamsMixin, PrivateAnswersMixin, viewsets.GenericViewSet):
+    """Base of the signed-in user's own resources (``me/…``): signed in only (401
+    otherwise), private answers, strict query parameters, integer ids in the path. The
+    subclass adds the mixins of the actions it offers and a ``get_queryset`` of the user's
+    rows only, so another user's id is a 404."""
+
+    permission_classes = [IsSignedIn]
+    filter_backends: list = []
+    lookup_value_converter = "int"
 
 
 class StreamAnyAccept(BaseContentNegotiation):

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
 from follows import services as follow_services
 from follows.models import Follow
 
-from ..permissions import IsSignedIn
 from ..serializers.follows import (
     FollowCreateSerializer,
     FollowSerializer,
     FollowUpdateSerializer,
 )
-from ..strict import StrictQueryParamsMixin
-from .base import INVALID, NOT_FOUND, UNAUTHENTICATED, PrivateAnswersMixin
+from .base import INVALID, NOT_FOUND, UNAUTHENTICATED, MyViewSet
 
 
 @extend_schema_view(
@@ -64,19 +62,11 @@ from .base import INVALID, NOT_FOUND, UNAUTHENTICATED, PrivateAnswersMixin
     ),
 )
 class MyFollowViewSet(
-    StrictQueryParamsMixin,
-    PrivateAnswersMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, MyViewSet
 ):
     """``me/follows/``: the signed-in user's follows, and only theirs."""
 
     serializer_class = FollowSerializer
-    permission_classes = [IsSignedIn]
-    filter_backends = []
-    lookup_value_converter = "int"
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular, no user

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
 from follows.for_you_selectors import for_you_picks
@@ -27,8 +27,14 @@ from ..serializers.library import (
     LibraryItemSerializer,
     LibraryItemUpdateSerializer,
 )
-from ..strict import StrictQueryParamsMixin
-from .base import INVALID, NOT_FOUND, UNAUTHENTICATED, PrivateAnswersMixin, ReadView
+from .base import (
+    INVALID,
+    NOT_FOUND,
+    UNAUTHENTICATED,
+    MyViewSet,
+    PrivateAnswersMixin,
+    ReadView,
+)
 
 
 def _paper_ref(paper) -> dict:
@@ -75,19 +81,10 @@ def _item_data(item) -> dict:
         responses={204: None, 401: UNAUTHENTICATED, 404: NOT_FOUND},
     ),
 )
-class MyLibraryViewSet(
-    StrictQueryParamsMixin,
-    PrivateAnswersMixin,
-    mixins.ListModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class MyLibraryViewSet(mixins.ListModelMixin, mixins.DestroyModelMixin, MyViewSet):
     """``me/library/``: the signed-in reader's saved papers, and only theirs."""
 
     serializer_class = LibraryItemSerializer
-    permission_classes = [IsSignedIn]
-    filter_backends: list = []
-    lookup_value_converter = "int"
     extra_query_params = ("status",)
 
     def get_queryset(self):
