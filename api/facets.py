@@ -85,8 +85,10 @@ def group_counts(queryset: QuerySet, key: str) -> list[dict]:
     if key == "primary_category":
         rows = papers.values(k=F("primary_category__code"), name=F("primary_category__name"))
     elif key == "topic":
-        rows = Assignment.objects.filter(state="accepted", paper_id__in=ids).values(
-            k=F("topic__slug"), name=F("topic__name")
+        rows = (
+            Assignment.objects.accepted()
+            .filter(paper_id__in=ids)
+            .values(k=F("topic__slug"), name=F("topic__name"))
         )
     elif key == "author":
         rows = Authorship.objects.filter(paper_id__in=ids).values(

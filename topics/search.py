@@ -55,7 +55,6 @@ __all__ = [
     "RRF_K",
     "SEARCH_CONFIG",
     "SEARCH_WINDOW",
-    "SEMANTIC_MIN_COSINE",
     "SEMANTIC_WINDOW",
     "SearchResults",
     "SemanticUnavailable",
@@ -87,13 +86,6 @@ SEMANTIC_WINDOW = 100
 NEAREST_FIRST = 200
 NEAREST_GROWTH = 8
 NEAREST_LIMIT = 12_800
-# The least cosine similarity at which the semantic part of a search offers a paper: below it a
-# neighbour is only the nearest of unrelated papers. all-MiniLM-L6-v2 on the demo's 1,347
-# papers: the paper a paraphrased description was written from scores 0.39 to 0.80 (median
-# 0.60, 122 descriptions of bench/data/paraphrased_queries.json), while the nearest paper to
-# off-topic or nonsense queries ("banana bread recipe", "zzzqqqnonexistentword") scores 0.18
-# to 0.33. A model with another similarity scale wants its own: SEARCH_SEMANTIC_MIN_COSINE.
-SEMANTIC_MIN_COSINE = 0.35
 # Reciprocal rank fusion's constant (Cormack, Clarke and Buettcher, SIGIR 2009): 60 there,
 # and on this project's queries (bench/bench_retrieval.py).
 RRF_K = 60
@@ -411,10 +403,11 @@ def papers_search(
     docstring). ``q`` is in the query language of ``topics.tagging.rules`` (saved searches'
     and topic rules': words, ``"phrases"``, ``prefix*``, ``AND``, ``OR``, ``NOT``/``-word``,
     parentheses): the keyword part matches it whole, the semantic part embeds the text of its
-    terms that no negation covers and offers only papers at least ``SEARCH_SEMANTIC_MIN_COSINE``
-    similar (:data:`SEMANTIC_MIN_COSINE`), and negations and quoted phrases binding the whole
-    query filter every ranking. A blank ``q`` or one without a searchable word finds nothing. Raises
-    ``RuleSyntaxError`` (a ``ValueError`` with the position) for a malformed ``q``.
+    terms that no negation covers and offers only papers at least
+    ``settings.SEARCH_SEMANTIC_MIN_COSINE`` similar (its comment says how it was chosen), and
+    negations and quoted phrases binding the whole query filter every ranking. A blank ``q``
+    or one without a searchable word finds nothing. Raises ``RuleSyntaxError`` (a
+    ``ValueError`` with the position) for a malformed ``q``.
 
     Queries: keyword 2; semantic adds one checking for vectors, the encoder's work, a
     vector-index lookup and one query filtering its neighbours; hybrid all of those and one
@@ -473,7 +466,7 @@ def papers_search(
     phrases = _required_phrases(tree)
     if phrases is not None:
         queryset = full_text_match(queryset, phrases)
-    floor = getattr(settings, "SEARCH_SEMANTIC_MIN_COSINE", SEMANTIC_MIN_COSINE)
+    floor = settings.SEARCH_SEMANTIC_MIN_COSINE
     semantic = [(pk, score) for pk, score in semantic_ranked(queryset, vector) if score >= floor]
     if mode == "semantic":
         return SearchResults(ranked=semantic, mode="semantic", requested_mode=mode)
