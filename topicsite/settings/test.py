@@ -1,11 +1,32 @@
 """Tests: PostgreSQL and Redis on this machine unless DATABASE_URL / REDIS_URL say otherwise."""
 
 import os
+from urllib.parse import urlsplit, urlunsplit
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/topicsite")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 
+
+def _worker_redis_url(url: str, worker: str) -> str:
+    """``url`` moved to this pytest-xdist worker's own Redis database: ``gw0`` keeps the
+    database ``url`` names, ``gwN`` takes N below it (modulo Redis' 16), so two workers never
+    share a cache, a lock or a Celery queue. ``url`` unchanged outside xdist."""
+    if not worker.startswith("gw") or not worker[2:].isdigit():
+        return url
+    parts = urlsplit(url)
+    base = parts.path.strip("/")
+    database = (int(base) if base.isdigit() else 0) - int(worker[2:])
+    return urlunsplit(parts._replace(path=f"/{database % 16}"))
+
+
+# pytest-xdist (``-n 2`` in pyproject.toml): each worker gets its own Redis database, set in
+# the environment too so the workers and servers a test starts use it; pytest-django gives
+# each its own test database (test_<name>_gw0, ...).
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+os.environ["REDIS_URL"] = _worker_redis_url(os.environ["REDIS_URL"], _XDIST_WORKER)
+
 from .base import *  # noqa: E402, F403
+from .base import VAR_DIR  # noqa: E402
 
 SECRET_KEY = "test-secret-key"
 DEBUG = False
@@ -23,3 +44,6 @@ ARXIV_REQUEST_INTERVAL_MS = 5
 # transaction, where no on_commit invalidation runs, and then expects the page to show it.
 # topicsite/tests/test_pagecache.py and the browser tests (real commits) turn it on.
 PAGE_CACHE_SECONDS = 0
+# The vector index files of tests that do not choose a folder of their own: never the
+# development index under var/vectors, and one folder per xdist worker.
+EMBEDDING_INDEX_DIR = VAR_DIR / "test-vectors" / (_XDIST_WORKER or "main")
