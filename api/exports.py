@@ -10,7 +10,10 @@ chunk, so memory stays flat and queries grow with the number of chunks, not pape
   First"), naming the authors the API lists (``and others`` after them);
 - CSV (RFC 4180, UTF-8, header row): cells starting with ``= + - @``, tab or carriage return
   are prefixed with ``'`` so spreadsheets do not run them as formulas (CSV injection);
-- JSON lines: one paper per line as the API shows it (``PaperSerializer``).
+- JSON lines: one paper per line as the API shows it (``PaperSerializer``);
+- the site-wide JSON lines (:func:`bulk_jsonl_lines`): every paper matching the filters in the
+  order they were stored, fetched in keyset batches (each a short query of its own, so a
+  download of a million papers holds no transaction open), resumable after any paper.
 """
 
 from __future__ import annotations
@@ -23,22 +26,26 @@ from collections.abc import Iterable, Iterator
 from papers import citations
 from papers.models import Paper
 
-from .selectors import api_paper_id
+from .selectors import api_paper_id, rows_of
 
 __all__ = [
     "BIBTEX_CONTENT_TYPE",
     "CSV_COLUMNS",
     "CSV_CONTENT_TYPE",
+    "BULK_BATCH",
     "EXPORT_CHUNK",
     "JSONL_CONTENT_TYPE",
     "bibtex_entry",
     "bibtex_lines",
+    "bulk_jsonl_lines",
     "csv_cell",
     "csv_lines",
     "jsonl_lines",
 ]
 
 EXPORT_CHUNK = 500
+# Papers per query of the site-wide export (api.selectors.paper_rows: one query per batch).
+BULK_BATCH = 1000
 BIBTEX_CONTENT_TYPE = citations.BIBTEX_CONTENT_TYPE
 CSV_CONTENT_TYPE = "text/csv; charset=utf-8"
 JSONL_CONTENT_TYPE = "application/jsonl; charset=utf-8"
@@ -127,3 +134,25 @@ def jsonl_lines(papers: Iterable[Paper], *, serializer_class, context: dict) -> 
     for paper in papers:
         data = serializer_class(paper, context=context).data
         yield json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def bulk_jsonl_lines(
+    rows, *, after: int | None, serializer_class, context: dict, batch: int = BULK_BATCH
+) -> Iterator[str]:
+    """One JSON object per line (``serializer_class`` of each row) for every paper of ``rows``
+    (a filtered :func:`api.selectors.paper_rows` queryset) whose stored id is above ``after``
+    (``None``: from the first), in stored-id order, ``batch`` papers per query.
+
+    Papers stored while the download runs come at its end; a paper deleted meanwhile is left
+    out. Queries run as the lines are consumed, so an interrupted download stops querying.
+    """
+    ordered = rows.order_by("id")
+    last = after
+    while True:
+        page = ordered if last is None else ordered.filter(id__gt=last)
+        chunk = rows_of(page[:batch])
+        for data in serializer_class(chunk, many=True, context=context).data:
+            yield json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+        if len(chunk) < batch:
+            return
+        last = chunk[-1]["id"]

@@ -55,6 +55,7 @@ urlpatterns = [
         name="redoc",
     ),
     path("papers/", papers.PaperListView.as_view(), name="paper-list"),
+    path("papers.jsonl", papers.PaperBulkExportView.as_view(), name="paper-export-jsonl"),
     # Before the paper routes: a DOI holds slashes, and "doi/…" is no arXiv identifier.
     path("papers/doi/<path:doi>/", papers.PaperByDoiView.as_view(), name="paper-by-doi"),
     # Old-style identifiers hold a slash (hep-th/9901001): <path:>, the export route first.

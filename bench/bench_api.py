@@ -174,6 +174,30 @@ def in_process(url: str, requests: int) -> list[tuple[str, float, float, int]]:
     return rows
 
 
+def bulk_export() -> dict:
+    """Stream the whole ``/api/v1/papers.jsonl`` once, in process (after :func:`in_process`
+    set Django up): papers, seconds, papers/s and the first line's delay in ms."""
+    from django.test import Client
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    started = time.perf_counter()
+    response = client.get("/api/v1/papers.jsonl")
+    assert response.status_code == 200, response.status_code
+    first_line_ms = None
+    papers = 0
+    for piece in response.streaming_content:
+        if first_line_ms is None:
+            first_line_ms = (time.perf_counter() - started) * 1000
+        papers += piece.count(b"\n")
+    seconds = time.perf_counter() - started
+    return {
+        "papers": papers,
+        "seconds": seconds,
+        "rate": papers / seconds if seconds else 0.0,
+        "first_line_ms": first_line_ms or 0.0,
+    }
+
+
 def _client(port: int, paths: list[str], seconds: float, results) -> None:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     rng = random.Random(os.getpid())
@@ -283,6 +307,14 @@ def main() -> None:
         print(f"|{'-' * 44}|-------:|-------:|")
         for name, median, p95, _ in rows:
             print(f"| {name:<42} | {median:6.1f} | {p95:6.1f} |")
+        export = bulk_export()
+        print(
+            f"\nBulk export (papers.jsonl, whole corpus, in process): {export['papers']:,} "
+            f"papers in {export['seconds']:.1f} s, {export['rate']:,.0f} papers/s, first line "
+            f"after {export['first_line_ms']:.1f} ms"
+        )
+        if export["papers"] != paper_count(url):
+            raise SystemExit(f"bulk export gave {export['papers']:,} papers")
         figures = load(url, seconds=args.seconds, clients=args.clients, workers=args.workers)
         print(
             f"\nLoad: gunicorn {args.workers} workers, {args.clients} client processes, "

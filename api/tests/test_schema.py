@@ -102,6 +102,8 @@ def test_search_documents_mode_and_meta(schema):
     body = operation["responses"]["200"]["content"]["application/json"]["schema"]
     name = body["$ref"].rsplit("/", 1)[1]
     meta = schema["components"]["schemas"][name]["properties"]["meta"]
-    assert meta["required"] == ["mode", "requested_mode", "fallback"]
+    assert meta["required"] == ["count", "count_exact", "mode", "requested_mode", "fallback"]
+    assert "group_by" in schema["components"]["schemas"][name]["required"]
+    assert "group_by" in parameters
     assert meta["properties"]["mode"]["enum"] == ["hybrid", "keyword", "semantic"]
     assert "rank" in schema["components"]["schemas"]["SearchResult"]["properties"]

@@ -282,5 +282,41 @@ def test_without_vectors_the_response_says_it_ranked_by_keywords(api_client, wor
     assert body["meta"]["requested_mode"] == "hybrid"
     assert "no paper has a vector" in body["meta"]["fallback"]
     keyword = api_client.get("/api/v1/search/", {"q": "agents", "mode": "keyword"}).json()
-    assert keyword["meta"] == {"mode": "keyword", "requested_mode": "keyword", "fallback": None}
+    assert keyword["meta"] == {
+        "count": keyword["count"],
+        "count_exact": True,
+        "mode": "keyword",
+        "requested_mode": "keyword",
+        "fallback": None,
+    }
     assert [p["id"] for p in keyword["results"]] == [p["id"] for p in body["results"]]
+
+
+def test_meta_counts_the_ranking_and_group_by_facets_every_page(api_client, world):
+    body = api_client.get("/api/v1/search/?q=agents&page_size=1").json()
+    assert body["meta"]["count"] == body["count"] >= 3
+    assert body["meta"]["count_exact"] is True
+    assert body["group_by"] is None
+    faceted = api_client.get(
+        "/api/v1/search/", {"q": "agents", "page_size": 1, "group_by": "primary_category"}
+    ).json()
+    assert len(faceted["results"]) == 1
+    # The facet counts every ranked paper, not the one page shown.
+    groups = {g["key"]: g["count"] for g in faceted["group_by"]}
+    assert sum(groups.values()) == body["count"]
+    ranked = Paper.objects.filter(
+        arxiv_id__in=[p["id"] for p in api_client.get("/api/v1/search/?q=agents").json()["results"]]
+    )
+    for code, count in groups.items():
+        assert ranked.filter(primary_category__code=code).count() == count
+    by_topic = api_client.get("/api/v1/search/", {"q": "agents", "group_by": "topic"}).json()
+    assert {"key", "key_display_name", "count"} <= set(by_topic["group_by"][0])
+
+
+def test_group_by_of_nothing_found_is_empty_and_a_bad_key_is_a_400(api_client, world):
+    body = api_client.get("/api/v1/search/", {"q": "zzzqqqnothing", "group_by": "author"}).json()
+    assert body["count"] == 0
+    assert body["group_by"] == []
+    response = api_client.get("/api/v1/search/", {"q": "agents", "group_by": "colour"})
+    assert response.status_code == 400
+    assert "group_by" in response.json()["error"]["details"]

@@ -29,8 +29,12 @@ def _with(url, query):
     return url + ("&" if "?" in url else "?") + query
 
 
-# The paper lists take group_by (api.facets); the other endpoints do not.
-PAPER_LISTS = {"/api/v1/papers/", "/api/v1/topics/strict-topic/papers/"}
+# The paper lists and search take group_by (api.facets); the other endpoints do not.
+PAPER_LISTS = {
+    "/api/v1/papers/",
+    "/api/v1/topics/strict-topic/papers/",
+    "/api/v1/search/?q=agents",
+}
 
 
 @pytest.mark.parametrize(

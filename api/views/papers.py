@@ -213,3 +213,62 @@ class PaperBibtexView(StrictQueryParamsMixin, generics.GenericAPIView):
             content_type=exports.BIBTEX_CONTENT_TYPE,
             filename=export_filename(paper.arxiv_id or f"local-{paper.pk}") + ".bib",
         )
+
+
+AFTER_PARAM = "after"
+
+
+@extend_schema(
+    summary="Every paper as JSON lines (bulk export, resumable)",
+    description="The whole corpus, or the papers the filters of `/papers/` select, streamed as "
+    "JSON lines: one paper per line, as `/papers/{paper_id}/` shows it (topics included), in "
+    "the order the site stored them, withdrawn and deleted papers included and marked so. "
+    "Nothing to page through: one request streams everything.\n\n"
+    "**Resuming.** An interrupted download ends in a line without its newline: drop it, and "
+    "ask again with `after` set to the `id` of the last complete line; the new download "
+    "starts with the paper stored after that one. Asking with the `id` of the last line of a "
+    "finished download gives only the papers stored since (an incremental update); "
+    "`updated_after` also brings back older papers that changed. `ordering` is refused: the "
+    "stored order is what makes resuming exact.",
+    parameters=[
+        OpenApiParameter(
+            AFTER_PARAM,
+            OpenApiTypes.STR,
+            description="The `id` of the last paper already received (any spelling "
+            "`/papers/{paper_id}/` takes). An id no paper has is a 400 naming `after`.",
+        )
+    ],
+    responses={(200, "application/jsonl"): OpenApiTypes.STR},
+)
+class PaperBulkExportView(StrictQueryParamsMixin, generics.GenericAPIView):
+    content_negotiation_class = StreamAnyAccept
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = PaperFilter
+    pagination_class = None
+    extra_query_params = (AFTER_PARAM,)
+
+    def get_queryset(self):
+        return paper_rows()
+
+    def get(self, request):
+        if "ordering" in request.query_params:
+            raise ValidationError(
+                {"ordering": ["The bulk export is in stored order (what `after` resumes)."]}
+            )
+        after = None
+        if AFTER_PARAM in request.query_params:
+            try:
+                after = paper_by_api_id(
+                    request.query_params[AFTER_PARAM], queryset=Paper.objects.only("pk")
+                ).pk
+            except PaperNotFound as error:
+                raise ValidationError({AFTER_PARAM: [str(error)]}) from None
+        rows = self.filter_queryset(self.get_queryset())
+        context = {**self.get_serializer_context(), "select_fields": False}
+        return streamed_response(
+            exports.bulk_jsonl_lines(
+                rows, after=after, serializer_class=PaperSerializer, context=context
+            ),
+            content_type=exports.JSONL_CONTENT_TYPE,
+            filename="papers.jsonl",
+        )

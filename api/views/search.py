@@ -9,30 +9,50 @@ from rest_framework import generics
 from papers.models import Paper
 from topics.search import DEFAULT_MODE, SEARCH_WINDOW, SEMANTIC_WINDOW, papers_search
 
+from ..facets import (
+    GROUP_BY_PARAM,
+    GROUP_BY_SCHEMA,
+    checked_group_by,
+    group_counts,
+)
 from ..filters import SearchFilter
 from ..pagination import PageNumberPagination
 from ..selectors import papers_in_order, rows_last_modified
 from ..serializers.search import SearchResultSerializer
 from .base import FIELDS_PARAMETER, ReadView
+from .papers import GROUP_BY_PARAMETER
 
 
 class SearchPagination(PageNumberPagination):
     """Page numbers with ``count``, plus ``meta``: how the results were ranked
-    (``mode``, ``requested_mode``, ``fallback``; see ``topics.search.SearchResults``)."""
+    (``mode``, ``requested_mode``, ``fallback``; see ``topics.search.SearchResults``) and the
+    count as paper lists give it (``count``, ``count_exact``), and ``group_by``: the facet of
+    the ranked papers asked for, or null."""
 
     meta: dict | None = None
+    group_by: list[dict] | None = None
 
     def get_paginated_response(self, data):
         response = super().get_paginated_response(data)
         response.data["meta"] = self.meta
+        response.data["group_by"] = self.group_by
         return response
 
     def get_paginated_response_schema(self, schema):
         schema = super().get_paginated_response_schema(schema)
         schema["properties"]["meta"] = {
             "type": "object",
-            "required": ["mode", "requested_mode", "fallback"],
+            "required": ["count", "count_exact", "mode", "requested_mode", "fallback"],
             "properties": {
+                "count": {
+                    "type": "integer",
+                    "description": "Papers in the ranking (as `count`; at most "
+                    f"{SEARCH_WINDOW:,}), the figure paper lists give in meta.count.",
+                },
+                "count_exact": {
+                    "type": "boolean",
+                    "description": "Always true here: the ranking is counted, not estimated.",
+                },
                 "mode": {
                     "type": "string",
                     "enum": ["hybrid", "keyword", "semantic"],
@@ -51,6 +71,8 @@ class SearchPagination(PageNumberPagination):
                 },
             },
         }
+        schema["properties"]["group_by"] = GROUP_BY_SCHEMA
+        schema["required"] = [*schema.get("required", []), "meta", "group_by"]
         return schema
 
 
@@ -75,8 +97,9 @@ class SearchPagination(PageNumberPagination):
         "answer with the keyword ranking and `meta.mode` says `keyword` (`meta.fallback` "
         "why). `count` is the number of ranked papers (at most "
         f"{SEARCH_WINDOW:,}), not of all matches. A q of only stopwords finds nothing. "
-        "Page-number pagination. To list every keyword match, newest first, use /papers/?q=.",
-        parameters=[FIELDS_PARAMETER],
+        "Page-number pagination. To list every keyword match, newest first, use /papers/?q=. "
+        "`group_by` counts the ranked papers (all pages) by one key, as on /papers/.",
+        parameters=[FIELDS_PARAMETER, GROUP_BY_PARAMETER],
     )
 )
 class SearchView(ReadView, generics.ListAPIView):
@@ -84,6 +107,7 @@ class SearchView(ReadView, generics.ListAPIView):
     filter_backends = [DjangoFilterBackend]
     filterset_class = SearchFilter
     pagination_class = SearchPagination
+    extra_query_params = (GROUP_BY_PARAM,)
 
     def get_queryset(self):
         return Paper.objects.all()
@@ -93,6 +117,7 @@ class SearchView(ReadView, generics.ListAPIView):
         # ranking matches and ranks q among them, giving (id, score) pairs, paginated as a
         # list (its count costs no query); then one page of papers is loaded with everything
         # the serializer shows.
+        group_by = checked_group_by(request)
         filtered = self.filter_queryset(self.get_queryset())
         results = papers_search(
             q=request.query_params["q"],
@@ -102,8 +127,13 @@ class SearchView(ReadView, generics.ListAPIView):
         page = papers_in_order(self.paginate_queryset(results.ranked))
         self.last_modified = rows_last_modified(page)
         self.paginator.meta = {
+            "count": len(results.ranked),
+            "count_exact": True,
             "mode": results.mode,
             "requested_mode": results.requested_mode,
             "fallback": results.fallback,
         }
+        if group_by is not None:
+            ranked = Paper.objects.filter(id__in=[paper_id for paper_id, _ in results.ranked])
+            self.paginator.group_by = group_counts(ranked, group_by)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

@@ -240,6 +240,7 @@ ROUTES: dict[str, Route] = {
     ),
     # reads for anyone; writes need credentials (401), then the method is refused (405)
     "api:paper-list": api(READ),
+    "api:paper-export-jsonl": api(READ),
     "api:paper-detail": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:paper-similar": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
     "api:paper-bibtex": api(READ, kwargs=lambda w: {"paper_id": w["paper"].arxiv_id}),
