@@ -9,8 +9,8 @@ from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 
 from api import exports
-from api.serializers.papers import PaperSerializer
 from api.selectors import paper_rows
+from api.serializers.papers import PaperSerializer
 from papers.models import Paper
 from papers.tests.factories import CategoryFactory, PaperFactory
 
@@ -53,7 +53,9 @@ def test_after_resumes_with_the_next_stored_paper(api_client, world):
     assert [p["id"] for p in lines_of(api_client.get(URL, {"after": f"{middle}v1"}))] == rest
     # After the last line: only what was stored since (an incremental update).
     assert lines_of(api_client.get(URL, {"after": everything[-1]})) == []
-    new = PaperFactory(arxiv_id="2610.00077", primary_category=Paper.objects.first().primary_category)
+    new = PaperFactory(
+        arxiv_id="2610.00077", primary_category=Paper.objects.first().primary_category
+    )
     since = lines_of(api_client.get(URL, {"after": everything[-1]}))
     assert [p["id"] for p in since] == [new.arxiv_id]
 
@@ -76,7 +78,9 @@ def test_filters_are_those_of_the_paper_list(api_client, world):
         ({"page_size": "5"}, "page_size"),
     ],
 )
-def test_bad_parameters_are_a_json_400_naming_them_before_streaming(api_client, world, query, param):
+def test_bad_parameters_are_a_json_400_naming_them_before_streaming(
+    api_client, world, query, param
+):
     assert_error(api_client.get(URL, query), 400, param=param)
 
 
