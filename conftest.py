@@ -6,6 +6,36 @@ from pathlib import Path
 import pytest
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``--dist loadfile`` (pyproject.toml), hand tests out by file *and* kind: pytest-
+    django orders the collection plain database tests first, then transactional ones (which
+    empty every table after them, migration data included), then tests without a database, so
+    each file's tests of one kind are one run of the collection. Each run is a unit of work,
+    and units go out in collection order (``--no-loadscope-reorder``): a worker runs no plain
+    database test after a transactional one, as in one process, while a file's tests of one
+    kind stay together (its module fixtures run once). (xdist's own ``loadgroup`` marks do not
+    reach the scheduler under pytest 9.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileRunScheduling(LoadScopeScheduling):
+        _scopes: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._scopes is None:
+                self._scopes, previous, run = {}, None, 0
+                for collected in self.collection:
+                    path = collected.split("::", 1)[0]
+                    if path != previous:
+                        previous, run = path, run + 1
+                    self._scopes[collected] = f"{path}#{run}"
+            return self._scopes[nodeid]
+
+    return FileRunScheduling(config, log)
+
+
 @pytest.fixture(autouse=True)
 def _clear_cache(request):
     """Each test starts with an empty cache (the Redis test database is shared by the suite)

@@ -46,6 +46,7 @@ from rest_framework.filters import OrderingFilter
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
 from papers.models import Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category
+from topics.index import topic_index
 from topics.models import Assignment, Topic
 from topics.search import MODES, full_text_match, query_validate
 from topics.selectors import topic_by_slug
@@ -226,6 +227,52 @@ class SubmittedField(forms.CharField):
 
 class _SubmittedFilter(django_filters.Filter):
     field_class = SubmittedField
+
+
+class CountField(forms.CharField):
+    """A count compared OpenAlex's way: ``N`` (exactly), ``>N`` (more than), ``<N`` (fewer
+    than), N a whole number below 10^12; several joined by ``|`` match any of them (at most
+    :data:`MAX_ALTERNATIVES`). Cleans to a tuple of ``(operator, N)``, operator ``""``,
+    ``">"`` or ``"<"``; None when blank."""
+
+    _PATTERN = re.compile(r"([<>]?)(\d{1,12})")
+
+    def clean(self, value):
+        value = super().clean(value)
+        if not value:
+            return None
+        parts = value.split("|")
+        if len(parts) > MAX_ALTERNATIVES:
+            raise forms.ValidationError(
+                "At most %(most)d alternatives separated by |; got %(count)d.",
+                params={"most": MAX_ALTERNATIVES, "count": len(parts)},
+            )
+        cleaned = []
+        for part in parts:
+            match = self._PATTERN.fullmatch(part.strip())
+            if match is None:
+                raise forms.ValidationError(
+                    "Expected a whole number, >N or <N (several joined by |); got %(value)r.",
+                    params={"value": part},
+                )
+            cleaned.append((match.group(1), int(match.group(2))))
+        return tuple(cleaned)
+
+
+def count_matches(count: int, comparisons) -> bool:
+    """Whether ``count`` satisfies any of ``comparisons`` (:class:`CountField`'s value)."""
+    for operator, number in comparisons:
+        if operator == ">" and count > number:
+            return True
+        if operator == "<" and count < number:
+            return True
+        if not operator and count == number:
+            return True
+    return False
+
+
+class _CountFilter(django_filters.Filter):
+    field_class = CountField
 
 
 class _TextAlternativesField(AlternativesField):
@@ -467,7 +514,8 @@ class SearchFilter(PaperFilter):
 
 
 class TopicFilter(django_filters.FilterSet):
-    """Topics by ``q`` (part of the name, case-insensitive) and ``parent`` (slug)."""
+    """Topics by ``q`` (part of the name, case-insensitive), ``parent`` (slug) and
+    ``paper_count`` (:class:`CountField`: the index's subtree counts)."""
 
     q = django_filters.CharFilter(
         field_name="name", lookup_expr="icontains", max_length=200, help_text="Part of the name."
@@ -475,6 +523,16 @@ class TopicFilter(django_filters.FilterSet):
     parent = django_filters.CharFilter(
         field_name="parent__slug", max_length=200, help_text="Slug of the parent topic."
     )
+    paper_count = _CountFilter(
+        method="filter_paper_count",
+        help_text="Papers in the topic, descendants included (`paper_count` of the answer), "
+        "compared OpenAlex's way: 100 (exactly), >100 (more), <10 (fewer); a|b for any of "
+        "them (<5|>1000).",
+    )
+
+    def filter_paper_count(self, queryset, name, value):
+        keep = [item.pk for item in topic_index().topics if count_matches(item.paper_count, value)]
+        return queryset.filter(pk__in=keep)
 
     class Meta:
         model = Topic

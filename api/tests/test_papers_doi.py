@@ -43,3 +43,37 @@ def test_unknown_and_malformed_dois(api_client, world):
     assert_error(api_client.get("/api/v1/papers/doi/10.48550/arXiv.2001.99999/"), 404)
     assert_error(api_client.get("/api/v1/papers/doi/not-a-doi/"), 400, param="doi")
     assert_error(api_client.get("/api/v1/papers/doi/10.12/x/"), 400, param="doi")
+
+
+def test_a_journal_doi_is_found_in_one_query_that_its_index_serves(api_client, world):
+    """The lookup is the expression papers migration 0012 indexes: with scans of the whole
+    table priced out, PostgreSQL answers it from that index (a bitmap scan), at any size."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from api.selectors import DOI_LOOKUP_SQL, paper_by_doi
+    from papers.models import Paper
+
+    with CaptureQueriesContext(connection) as queries:
+        paper = paper_by_doi("10.1234/AGENTS.2026", Paper.objects.only("id", "dois"))
+    assert "10.1234/agents.2026" in paper.dois
+    assert len(queries) == 1
+    assert DOI_LOOKUP_SQL.split("%s")[0] in queries.captured_queries[0]["sql"]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_indexscan = off")
+        cursor.execute(f"EXPLAIN {DOI_LOOKUP_SQL}", ['["10.1234/agents.2026"]'])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Bitmap Index Scan on paper_dois_lower_idx" in plan, plan
+
+
+def test_a_doi_with_quotes_and_letters_beyond_ascii_matches_only_itself(api_client, world):
+    from papers.models import Paper
+
+    paper = Paper.objects.get(arxiv_id="2609.00002")
+    paper.dois = ['10.5555/Ünï"cödé\\x']
+    paper.save(update_fields=["dois"])
+    found = api_client.get('/api/v1/papers/doi/10.5555/ünï"cödé\\x/')
+    assert found.status_code == 200, found.content
+    assert found.json()["id"] == "2609.00002"
+    assert api_client.get("/api/v1/papers/doi/10.5555/Ünï/").status_code == 404

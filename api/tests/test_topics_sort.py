@@ -53,3 +53,25 @@ def test_query_count_does_not_grow_with_topics(api_client, world):
     for n in range(8):
         TopicFactory(name=f"Extra {n}", slug=f"extra-{n}")
     assert queries() == few
+
+
+@pytest.mark.parametrize(
+    ("paper_count", "expected"),
+    [
+        ("3", ["llm"]),
+        (">1", ["llm", "llm-agent-training"]),
+        ("<1", ["robotics"]),
+        ("<1|>2", ["llm", "robotics"]),
+        (">100", []),
+    ],
+)
+def test_paper_count_compares_openalex_style(api_client, world, paper_count, expected):
+    url = f"/api/v1/topics/?sort=size&paper_count={paper_count}"
+    assert sorted(slugs(api_client.get(url))) == expected
+
+
+@pytest.mark.parametrize("paper_count", ["many", ">", ">=3", "-1", "3|", "1e3", "9" * 13])
+def test_a_bad_paper_count_is_a_400_naming_it(api_client, world, paper_count):
+    assert_error(
+        api_client.get(f"/api/v1/topics/?paper_count={paper_count}"), 400, param="paper_count"
+    )

@@ -21,9 +21,12 @@ def _worker_redis_url(url: str, worker: str) -> str:
 
 # pytest-xdist (``-n 2`` in pyproject.toml): each worker gets its own Redis database, set in
 # the environment too so the workers and servers a test starts use it; pytest-django gives
-# each its own test database (test_<name>_gw0, ...).
+# each its own test database (test_<name>_gw0, ...). A child process inherits both variables:
+# the URL is moved once, not again in the child (the marker variable holds the moved URL).
 _XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-os.environ["REDIS_URL"] = _worker_redis_url(os.environ["REDIS_URL"], _XDIST_WORKER)
+if os.environ["REDIS_URL"] != os.environ.get("TOPICSITE_XDIST_REDIS_URL"):
+    os.environ["REDIS_URL"] = _worker_redis_url(os.environ["REDIS_URL"], _XDIST_WORKER)
+    os.environ["TOPICSITE_XDIST_REDIS_URL"] = os.environ["REDIS_URL"]
 
 from .base import *  # noqa: E402, F403
 from .base import VAR_DIR  # noqa: E402
