@@ -40,6 +40,7 @@ import django_filters
 from django import forms
 from django.db.models import Q
 from django.db.models.functions import Coalesce
+from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 
@@ -513,6 +514,12 @@ class SearchFilter(PaperFilter):
         return queryset
 
 
+PAPER_COUNT_HELP = (
+    "Papers in the topic, descendants included (`paper_count` of the answer), compared "
+    "OpenAlex's way: 100 (exactly), >100 (more), <10 (fewer); a|b for any of them (<5|>1000)."
+)
+
+
 class TopicFilter(django_filters.FilterSet):
     """Topics by ``q`` (part of the name, case-insensitive), ``parent`` (slug) and
     ``paper_count`` (:class:`CountField`: the index's subtree counts)."""
@@ -523,13 +530,11 @@ class TopicFilter(django_filters.FilterSet):
     parent = django_filters.CharFilter(
         field_name="parent__slug", max_length=200, help_text="Slug of the parent topic."
     )
-    paper_count = _CountFilter(
-        method="filter_paper_count",
-        help_text="Papers in the topic, descendants included (`paper_count` of the answer), "
-        "compared OpenAlex's way: 100 (exactly), >100 (more), <10 (fewer); a|b for any of "
-        "them (<5|>1000).",
-    )
+    paper_count = _CountFilter(method="filter_paper_count", help_text=PAPER_COUNT_HELP)
 
+    # A method filter of no model field: its schema said here (the text with it, as
+    # drf-spectacular then reads no help_text).
+    @extend_schema_field({"type": "string", "description": PAPER_COUNT_HELP})
     def filter_paper_count(self, queryset, name, value):
         keep = [item.pk for item in topic_index().topics if count_matches(item.paper_count, value)]
         return queryset.filter(pk__in=keep)

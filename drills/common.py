@@ -64,6 +64,10 @@ def worker_env(**extra: str) -> dict[str, str]:
         "DATABASE_URL": database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT),
+        # A busy machine (a test run beside the drill) must not open the worker's Redis
+        # breaker, which would make its locks fail closed: the drills are about killed
+        # workers, not a slow Redis (drills/redis_hang.py).
+        "REDIS_SOCKET_TIMEOUT_MS": "5000",
         "PYTHONPATH": str(ROOT),
         **extra,
     }
@@ -193,8 +197,21 @@ class LockHolder:
         self.connection.execute(sql, params)
 
     def release(self) -> None:
+        """Roll back and close; a second call does nothing."""
+        if self.connection.closed:
+            return
         self.connection.rollback()
         self.connection.close()
+
+    def wait_for_a_blocked_backend(self, what: str, seconds: float, worker) -> None:
+        """:func:`wait_until` a backend waits for this holder's lock; on failure (a worker that
+        never got there) the lock is released first, so the test's teardown (which empties
+        the tables) is not left waiting for it."""
+        try:
+            wait_until(lambda: backends_waiting_for_a_lock(self.pid), what, seconds, worker)
+        except BaseException:
+            self.release()
+            raise
 
 
 def backends_waiting_for_a_lock(exclude_pid: int) -> list[int]:

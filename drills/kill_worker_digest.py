@@ -120,9 +120,7 @@ def kill_mid_task(name: str, env, log_dir, lock_sql: str, send) -> tuple[common.
     holder.hold(lock_sql)
     first = common.Worker(f"{name}-first", env, log_dir)
     send()
-    common.wait_until(
-        lambda: common.backends_waiting_for_a_lock(holder.pid), f"{name}: blocks", 120, first
-    )
+    holder.wait_for_a_blocked_backend(f"{name}: blocks", 120, first)
     first.kill()
     killed_at = time.monotonic()
     blocked = common.backends_waiting_for_a_lock(holder.pid)

@@ -103,9 +103,7 @@ def run(*, log_dir: Path = common.LOG_DIR) -> tuple[bool, dict]:
     )
     first = common.Worker("tagging-first", env, log_dir)
     result = tag_papers.delay(paper_ids)
-    common.wait_until(
-        lambda: common.backends_waiting_for_a_lock(holder.pid), "the worker blocks", 120, first
-    )
+    holder.wait_for_a_blocked_backend("the worker blocks", 120, first)
     committed_at_kill = Assignment.objects.count()
     first.kill()
     killed_at = time.monotonic()

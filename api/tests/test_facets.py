@@ -101,3 +101,31 @@ def test_above_the_limit_the_count_is_an_estimate(api_client, world, monkeypatch
 def test_unknown_group_by_is_a_400_naming_the_allowed(api_client, world, value):
     error = assert_error(api_client.get(f"/api/v1/papers/?group_by={value}"), 400, param="group_by")
     assert "submitted_week" in error["details"]["group_by"][0]
+
+
+def test_a_facet_is_cached_until_a_paper_or_tag_arrives(api_client, world):
+    url = "/api/v1/papers/?group_by=primary_category"
+
+    def grouped_queries():
+        with CaptureQueriesContext(connection) as captured:
+            body = api_client.get(url).json()
+        return body["group_by"], sum("GROUP BY" in q["sql"] for q in captured.captured_queries)
+
+    first, grouped = grouped_queries()
+    assert grouped == 1
+    again, grouped = grouped_queries()
+    assert (again, grouped) == (first, 0)
+    # A new paper makes a new fingerprint: counted again at once, never the stale answer.
+    make_paper(
+        arxiv_id="2610.00099",
+        submitted=dt.date(2026, 10, 9),
+        primary_category=world.first.primary_category,
+        authors=[("Zed Zeta", [])],
+        topics=[world.robotics],
+    )
+    fresh, grouped = grouped_queries()
+    assert grouped == 1
+    code = world.first.primary_category.code
+    assert {g["key"]: g["count"] for g in fresh}[code] == {g["key"]: g["count"] for g in first}[
+        code
+    ] + 1

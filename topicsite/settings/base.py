@@ -103,6 +103,8 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_redis_url("REDIS_URL")
+# How long one cache call waits for Redis (ms) before the breaker below skips Redis.
+REDIS_SOCKET_TIMEOUT_MS = env_int("REDIS_SOCKET_TIMEOUT_MS", 250, minimum=1)
 if REDIS_URL:
     # --- cache: Redis down or hung (topicsite/cache.py) ---
     # django-redis, because it can skip a dead cache: with Redis down every cache read is a miss
@@ -123,8 +125,8 @@ if REDIS_URL:
             "KEY_PREFIX": "topicsite",
             "OPTIONS": {
                 "IGNORE_EXCEPTIONS": True,
-                "SOCKET_CONNECT_TIMEOUT": 0.25,
-                "SOCKET_TIMEOUT": 0.25,
+                "SOCKET_CONNECT_TIMEOUT": REDIS_SOCKET_TIMEOUT_MS / 1000,
+                "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT_MS / 1000,
                 "BREAKER_SECONDS": env_int("REDIS_CACHE_BREAKER_SECONDS", 30, minimum=1),
                 "LOCAL_FALLBACK_KEY_PREFIXES": ["allauth:rl:"],
             },

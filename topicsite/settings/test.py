@@ -50,3 +50,15 @@ PAGE_CACHE_SECONDS = 0
 # The vector index files of tests that do not choose a folder of their own: never the
 # development index under var/vectors, and one folder per xdist worker.
 EMBEDDING_INDEX_DIR = VAR_DIR / "test-vectors" / (_XDIST_WORKER or "main")
+# The shared test Redis waits longer than a deployment's REDIS_SOCKET_TIMEOUT_MS: two test
+# processes, their PostgreSQL and the servers they start share two cores, and one slow answer
+# would open the breaker (topicsite/cache.py) and turn Redis off for the tests after it (rate
+# limits and throttles fail open, pages miss, locks fail closed). The Redis fault tests use
+# the deployed values (REDIS_CACHE_DEPLOYED_OPTIONS).
+REDIS_CACHE_DEPLOYED_OPTIONS = dict(CACHES["default"].get("OPTIONS", {}))  # noqa: F405
+if "SOCKET_TIMEOUT" in REDIS_CACHE_DEPLOYED_OPTIONS:
+    CACHES["default"]["OPTIONS"] = {  # noqa: F405
+        **REDIS_CACHE_DEPLOYED_OPTIONS,
+        "SOCKET_CONNECT_TIMEOUT": 5,
+        "SOCKET_TIMEOUT": 5,
+    }
