@@ -19,6 +19,7 @@ import hashlib
 import json
 
 from django.core.cache import cache
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncMonth, TruncWeek, TruncYear
@@ -113,7 +114,10 @@ def group_counts(queryset: QuerySet, key: str) -> list[dict]:
     paper = "id" if rows.model is Paper else "paper_id"
     rows = rows.order_by().annotate(count=Count(paper, distinct=rows.model is not Paper))
     rows = rows.order_by("-count", "k")[:GROUP_LIMIT]
-    sql, params = rows.query.sql_with_params()
+    try:
+        sql, params = rows.query.sql_with_params()
+    except EmptyResultSet:  # filtered to nothing before any query (id__in=[])
+        return []
     digest = hashlib.sha256(repr((sql, params, _data_fingerprint())).encode()).hexdigest()
     cache_key = f"api:facet:{digest}"
     groups = cache.get(cache_key)

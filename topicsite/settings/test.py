@@ -23,8 +23,9 @@ def _worker_redis_url(url: str, worker: str) -> str:
 # the environment too so the workers and servers a test starts use it; pytest-django gives
 # each its own test database (test_<name>_gw0, ...). A child process inherits both variables:
 # the URL is moved once, not again in the child (the marker variable holds the moved URL).
+# (The controller process, which starts the workers, moves nothing and marks nothing.)
 _XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-if os.environ["REDIS_URL"] != os.environ.get("TOPICSITE_XDIST_REDIS_URL"):
+if _XDIST_WORKER and os.environ["REDIS_URL"] != os.environ.get("TOPICSITE_XDIST_REDIS_URL"):
     os.environ["REDIS_URL"] = _worker_redis_url(os.environ["REDIS_URL"], _XDIST_WORKER)
     os.environ["TOPICSITE_XDIST_REDIS_URL"] = os.environ["REDIS_URL"]
 
