@@ -310,9 +310,13 @@ def evaluate(
                 predicted = model.predict(vectors[test])
                 kind = "semantic all" if shots is None else f"semantic k={shots}"
                 semantic[kind] = [set(np.flatnonzero(row).tolist()) for row in predicted]
+            # What papers_tag writes: the classifier's acceptances the model does not veto.
+            vetoed = model.vetoes(model.cosines(vectors[test]))
             semantic["classifier+semantic"] = [
-                found | by_classifier
-                for found, by_classifier in zip(semantic["semantic all"], accepted, strict=True)
+                found | {topic for topic in by_classifier if not vetoed[row, topic]}
+                for row, (found, by_classifier) in enumerate(
+                    zip(semantic["semantic all"], accepted, strict=True)
+                )
             ]
         for row, paper in enumerate(test):
             for index in range(len(topics)):

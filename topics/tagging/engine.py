@@ -381,12 +381,10 @@ def _classifier_vetoed(
     wanted: dict[tuple[int, int], _Target], rows: list, cosine: np.ndarray, semantic
 ) -> None:
     """Drop, in place, the classifier's pairs whose paper is far in meaning from the topic
-    (cosine below ``topics.tagging.semantic.MIN_COSINE``): TF-IDF weights of words such as
-    "noisy" or "environments" put a 2008 paper on investments into LLM Agent Training; its
-    embedding is nowhere near. ``cosine``: (len(rows), topics) ``semantic.cosines`` of the
-    papers ``rows`` (pk first)."""
-    from .semantic import MIN_COSINE
-
+    (``SemanticModel.vetoes``: a cosine below ``MIN_COSINE``, or far below the paper's
+    best-fitting topic): TF-IDF weights of words such as "noisy" or "environments" put a 2008
+    paper on investments into LLM Agent Training; its embedding is nowhere near.
+    ``cosine``: (len(rows), topics) ``semantic.cosines`` of the papers ``rows`` (pk first)."""
     row_of = {paper[0]: row for row, paper in enumerate(rows)}
     keys = [
         key
@@ -395,10 +393,11 @@ def _classifier_vetoed(
     ]
     if not keys:
         return
+    vetoed = semantic.vetoes(cosine)
     column_of = {int(topic_id): column for column, topic_id in enumerate(semantic.topic_ids)}
     for paper_id, topic_id in keys:
         column = column_of.get(topic_id)
-        if column is not None and cosine[row_of[paper_id], column] < MIN_COSINE:
+        if column is not None and vetoed[row_of[paper_id], column]:
             del wanted[(paper_id, topic_id)]
 
 

@@ -143,7 +143,7 @@ def test_topics_with_enough_labels_accept_on_held_out_precision_and_calibrate_on
     assert model.nearest_labelled(vectors[0], 99) == []
 
 
-def test_a_topic_without_labels_learns_from_the_papers_it_attracts_a_labelled_one_does_not():
+def test_every_topic_learns_from_the_papers_it_attracts_when_enough_choose_it():
     rng = np.random.default_rng(3)
     # Topic 21's name points between its papers (axis 0) and another direction (axis 3);
     # topic 22's papers lie along axis 1 and it has labels; topic 23 attracts two papers only.
@@ -161,11 +161,50 @@ def test_a_topic_without_labels_learns_from_the_papers_it_attracts_a_labelled_on
     before, after = plain.cosines(corpus[:20])[:, 0], refined.cosines(corpus[:20])[:, 0]
     assert (after > before + 0.1).all()
     assert (refined.cosines(corpus[:20]).argmax(axis=1) == 0).all()
-    # 22 has a label (its papers speak through it), 23 too few papers: both unchanged.
-    np.testing.assert_allclose(refined.prototypes[1:], plain.prototypes[1:], atol=1e-6)
+    # 22 has labels and moved too (its labels still count on top), towards its papers.
+    before, after = plain.cosines(corpus[20:40])[:, 1], refined.cosines(corpus[20:40])[:, 1]
+    assert (after > before).all()
+    # 23 was chosen by too few papers: unchanged.
+    np.testing.assert_allclose(refined.prototypes[2], plain.prototypes[2], atol=1e-6)
     # Without a corpus, or an empty one, nothing moves.
     empty = SemanticModel.fit([21, 22, 23], meanings, labels, corpus=np.zeros((0, 5)))
     np.testing.assert_allclose(empty.prototypes, plain.prototypes, atol=1e-6)
+
+
+def test_a_label_teaches_the_paragraph_of_its_topic_it_is_about():
+    # Topic 31 has two paragraphs (axes 0 and 1), topic 32 one (axis 2). A paper near
+    # paragraph 0 moves that row only; paragraph 1 keeps its text's meaning.
+    meanings = np.stack([unit(1, 0, 0, 0), unit(0, 1, 0, 0), unit(0, 0, 1, 0)])
+    paper = unit(1, 0, 0, 1)
+    labels = SemanticLabels(
+        vectors=paper[None, :],
+        positives=[np.array([0]), np.zeros(0, int)],
+        negatives=[np.zeros(0, int)] * 2,
+    )
+    model = SemanticModel.fit([31, 32], meanings, labels, owners=[0, 0, 1])
+    assert model.prototypes[0, 3] > 0.2
+    np.testing.assert_allclose(model.prototypes[1:], meanings[1:], atol=1e-6)
+    # Left out of its own row, the label is scored against the bare paragraph 0.
+    assert model.metrics[31]["positives"] == 1
+
+
+def test_a_topic_the_corpus_rarely_shows_yields_papers_halfway_between_to_a_common_one():
+    rng = np.random.default_rng(5)
+    # 300 papers along axis 0 (topic 41's), 30 along axis 1 (topic 42's); a paper exactly
+    # between the two names goes to the common topic once the prior is known.
+    corpus, _ = _clusters(rng, [np.eye(4)[0], np.eye(4)[1]], 300, 0.05)
+    corpus = corpus[:330]
+    meanings = np.stack([unit(1, 0, 0, 0), unit(0, 1, 0, 0)])
+    between = unit(1, 1, 0, 0.5)[None, :]
+    model = SemanticModel.fit([41, 42], meanings, corpus=corpus)
+    assert model.bias[0] > 0 > model.bias[1]
+    cosine = model.cosines(between)[0]
+    assert abs(cosine[0] - cosine[1]) < 0.02
+    accepted, suggested, _ = model.decide(between)
+    assert not accepted.any() and suggested[0].tolist() == [True, False]
+    # Too small a corpus to estimate a prior from: no shift.
+    small = SemanticModel.fit([41, 42], meanings, corpus=corpus[:: len(corpus) // 50])
+    assert not small.bias.any()
 
 
 def test_fit_refuses_shapes_that_disagree():
