@@ -311,7 +311,8 @@ def evaluate(
                 kind = "semantic all" if shots is None else f"semantic k={shots}"
                 semantic[kind] = [set(np.flatnonzero(row).tolist()) for row in predicted]
             # What papers_tag writes: the classifier's acceptances the model does not veto.
-            vetoed = model.vetoes(model.cosines(vectors[test]))
+            cosine = model.cosines(vectors[test])
+            vetoed = model.vetoes(cosine, model.fits(vectors[test], cosine=cosine))
             semantic["classifier+semantic"] = [
                 found | {topic for topic in by_classifier if not vetoed[row, topic]}
                 for row, (found, by_classifier) in enumerate(

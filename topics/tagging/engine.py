@@ -337,8 +337,9 @@ def _wanted_assignments(
         rows = [paper for paper in papers if paper[0] in vectors]
         matrix = np.stack([vectors[paper[0]] for paper in rows])
         cosine = semantic.cosines(matrix)
-        _classifier_vetoed(wanted, rows, cosine, semantic)
-        for candidate in semantic.candidates(matrix, cosine=cosine):
+        fit = semantic.fits(matrix, cosine=cosine)
+        _classifier_vetoed(wanted, rows, semantic.vetoes(cosine, fit), semantic)
+        for candidate in semantic.candidates(matrix, cosine=cosine, fit=fit):
             key = (rows[candidate.row][0], candidate.topic_id)
             if candidate.topic_id not in tagger.topic_ids:
                 continue
@@ -378,13 +379,13 @@ def _under_descendants_dropped(wanted: dict[tuple[int, int], _Target], tagger: _
 
 
 def _classifier_vetoed(
-    wanted: dict[tuple[int, int], _Target], rows: list, cosine: np.ndarray, semantic
+    wanted: dict[tuple[int, int], _Target], rows: list, vetoed: np.ndarray, semantic
 ) -> None:
     """Drop, in place, the classifier's pairs whose paper is far in meaning from the topic
     (``SemanticModel.vetoes``: a cosine below ``MIN_COSINE``, or far below the paper's
     best-fitting topic): TF-IDF weights of words such as "noisy" or "environments" put a 2008
     paper on investments into LLM Agent Training; its embedding is nowhere near.
-    ``cosine``: (len(rows), topics) ``semantic.cosines`` of the papers ``rows`` (pk first)."""
+    ``vetoed``: (len(rows), topics) ``semantic.vetoes`` of the papers ``rows`` (pk first)."""
     row_of = {paper[0]: row for row, paper in enumerate(rows)}
     keys = [
         key
@@ -393,7 +394,6 @@ def _classifier_vetoed(
     ]
     if not keys:
         return
-    vetoed = semantic.vetoes(cosine)
     column_of = {int(topic_id): column for column, topic_id in enumerate(semantic.topic_ids)}
     for paper_id, topic_id in keys:
         column = column_of.get(topic_id)

@@ -114,6 +114,18 @@ CORPUS_SAMPLE = 20_000
 # Labelled pairs scored per step of the leave-one-out pass (bounds its memory: this many
 # prototype rows at once).
 LEAVE_OUT_CHUNK = 4096
+# A topic with many labels is more than their mean: a topic with at least KNN_MIN_LABELS accepted
+# papers also scores KNN_WEIGHT times the share of a paper's KNN_NEIGHBOURS nearest labelled
+# papers (softmax-weighted by cosine at KNN_TEMPERATURE) that it accepted. Archive labels,
+# every label, semantic micro F1 (mean of 3 draws): 0.723 without, 0.735 / 0.746 / 0.764 /
+# 0.769 / 0.765 at weights 0.05 / 0.1 / 0.2 / 0.3 / 0.5; fewer labels are untouched (at 10
+# labels a minimum of 10 cost 0.004). At most KNN_REFERENCE labelled papers (evenly spaced)
+# are the neighbours searched, exactly: (papers x KNN_REFERENCE) cosines per tagging batch.
+KNN_WEIGHT = 0.3
+KNN_NEIGHBOURS = 10
+KNN_TEMPERATURE = 0.05
+KNN_MIN_LABELS = 20
+KNN_REFERENCE = 20_000
 
 
 @dataclass(frozen=True)
@@ -347,6 +359,44 @@ def corpus_prior_bias(prototypes: np.ndarray, starts: np.ndarray, corpus: np.nda
     return (PRIOR_WEIGHT * np.log(k * prior)).astype(np.float32)
 
 
+def _knn_votes(
+    vectors: np.ndarray,
+    reference: np.ndarray,
+    labels,
+    *,
+    exclude: np.ndarray | None = None,
+) -> np.ndarray:
+    """(n, k) float32: for each of ``vectors`` ((n, d) unit rows) the share of its
+    ``KNN_NEIGHBOURS`` nearest ``reference`` papers ((r, d) unit rows), softmax-weighted by
+    cosine at ``KNN_TEMPERATURE``, that each topic accepted (``labels``: (r, k) 0/1, a SciPy
+    sparse matrix or an array). ``exclude``: (n,) the reference row that is the paper itself
+    (left out of its own neighbours), -1 for none. Exact: one (n, r) product, in chunks."""
+    from scipy import sparse
+
+    n, total = len(vectors), len(reference)
+    votes = np.zeros((n, labels.shape[1]), dtype=np.float32)
+    neighbours = min(KNN_NEIGHBOURS, total - (1 if exclude is not None else 0))
+    if neighbours <= 0 or not n:
+        return votes
+    table = sparse.csr_matrix(labels, dtype=np.float32)
+    for start in range(0, n, 1024):
+        sims = vectors[start : start + 1024] @ reference.T
+        if exclude is not None:
+            own = exclude[start : start + len(sims)]
+            mine = np.flatnonzero(own >= 0)
+            sims[mine, own[mine]] = -np.inf
+        nearest = np.argpartition(-sims, neighbours - 1, axis=1)[:, :neighbours]
+        near = np.take_along_axis(sims, nearest, axis=1)
+        weights = np.exp((near - near.max(axis=1, keepdims=True)) / KNN_TEMPERATURE)
+        weights /= weights.sum(axis=1, keepdims=True)
+        rows = np.repeat(np.arange(len(sims)), neighbours)
+        picked = sparse.csr_matrix(
+            (weights.ravel(), (rows, nearest.ravel())), shape=(len(sims), total)
+        )
+        votes[start : start + len(sims)] = (picked @ table).toarray()
+    return votes
+
+
 @dataclass(frozen=True)
 class SemanticLabels:
     """The labelled papers of the topics, for :meth:`SemanticModel.fit`.
@@ -389,6 +439,11 @@ class SemanticModel:
     - ``accepts``: (k,) bools, topics whose precision reaches ``TARGET_PRECISION``;
     - ``metrics``: per topic pk ``{"positives", "negatives", "threshold", "precision",
       "recall", "accepts"}``;
+    - ``bias``: (k,) float32 shifts of the cosines by each topic's prior
+      (:func:`corpus_prior_bias`), ``None`` for none;
+    - ``knn``: (k,) float32 weight of each topic's labelled-neighbour vote (``KNN_WEIGHT`` for
+      topics with ``KNN_MIN_LABELS`` labels, else 0), ``knn_vectors`` ((r, d)) and
+      ``knn_labels`` ((r, k) SciPy sparse 0/1) the labelled papers voting; ``None`` without;
     - ``label_vectors`` / ``label_paper_ids`` / ``positives``: the labels it was built from,
       for :meth:`nearest_labelled`.
 
@@ -404,6 +459,9 @@ class SemanticModel:
     accepts: np.ndarray
     metrics: dict[int, dict] = field(default_factory=dict)
     bias: np.ndarray | None = None
+    knn: np.ndarray | None = None
+    knn_vectors: np.ndarray | None = None
+    knn_labels: object = None
     label_vectors: np.ndarray | None = None
     label_paper_ids: np.ndarray | None = None
     positives: Sequence[np.ndarray] = ()
@@ -500,6 +558,16 @@ class SemanticModel:
             prototypes = prototypes_of(meanings)
             bias = corpus_prior_bias(prototypes, starts, corpus)
 
+        # Topics with enough labels also score by their labelled neighbours (KNN_*).
+        knn = knn_rows = knn_labels = None
+        knn_topics = positive_counts >= KNN_MIN_LABELS
+        if KNN_WEIGHT and n and knn_topics.any():
+            from scipy import sparse
+
+            knn = (KNN_WEIGHT * knn_topics).astype(np.float32)
+            knn_rows = np.unique(np.linspace(0, n - 1, min(n, KNN_REFERENCE)).astype(np.int64))
+            knn_labels = sparse.csr_matrix(accepted[knn_rows] * knn_topics)
+
         calibration = default
         held_out = np.zeros((n, k))
         labelled_topics = (positive_counts > 0) | (negative_counts > 0)
@@ -531,6 +599,13 @@ class SemanticModel:
                 each = np.einsum("ij,ij->i", leave_out, own)
                 cosine[r, c] = np.maximum.reduceat(each, np.cumsum(count) - count)
             cosine = cosine + bias
+            if knn is not None:
+                # Left out of its own neighbours, as the prototypes leave it out.
+                exclude = np.full(n, -1, dtype=np.int64)
+                exclude[knn_rows] = np.arange(len(knn_rows))
+                cosine = cosine + knn * _knn_votes(
+                    vectors, vectors[knn_rows], knn_labels, exclude=exclude
+                )
             gap = cosine - cosine.max(axis=1, keepdims=True)
             # Pairs with a label: the topic has labels and the paper is known in or out.
             pair_labels = membership[:, labelled_topics] == 1
@@ -595,6 +670,9 @@ class SemanticModel:
             accepts=accepts,
             metrics=metrics,
             bias=bias,
+            knn=knn,
+            knn_vectors=None if knn_rows is None else vectors[knn_rows],
+            knn_labels=knn_labels,
             label_vectors=vectors,
             label_paper_ids=labels.paper_ids,
             positives=[np.asarray(rows, dtype=np.int64) for rows in labels.positives],
@@ -609,35 +687,51 @@ class SemanticModel:
             return np.zeros((len(vectors), self.topic_count), dtype=np.float32)
         return _pooled(np.asarray(vectors, dtype=np.float32) @ self.prototypes.T, self.starts)
 
-    def fits(self, cosine: np.ndarray) -> np.ndarray:
-        """(n, k) float32: :meth:`cosines` shifted by each topic's prior (``bias``): what the
-        best topic, the gap and the calibration are read from."""
-        return cosine if self.bias is None else cosine + self.bias
+    def fits(self, vectors: np.ndarray, *, cosine: np.ndarray | None = None) -> np.ndarray:
+        """(n, k) float32: how well each of unit ``vectors`` ((n, d)) fits each topic, what
+        the best topic, the gap and the calibration are read from: its :meth:`cosines`
+        (``cosine`` when the caller has them) shifted by the topic's prior (``bias``) plus,
+        for a topic with ``KNN_MIN_LABELS`` accepted labels, ``KNN_WEIGHT`` times the share
+        of the paper's nearest labelled papers that the topic accepted (``knn``)."""
+        if cosine is None:
+            cosine = self.cosines(vectors)
+        fit = cosine if self.bias is None else cosine + self.bias
+        if self.knn is not None and self.knn.any() and len(vectors):
+            fit = fit + self.knn * _knn_votes(
+                np.asarray(vectors, dtype=np.float32), self.knn_vectors, self.knn_labels
+            )
+        return fit
 
     def scores(self, vectors: np.ndarray) -> np.ndarray:
         """(n, k) float64 calibrated probabilities in [0, 1], columns in ``topic_ids`` order."""
-        fit = self.fits(self.cosines(vectors))
+        fit = self.fits(vectors)
         if not fit.size:
             return fit.astype(np.float64)
         return self.calibration.probability(fit, fit - fit.max(axis=1, keepdims=True))
 
     def decide(
-        self, vectors: np.ndarray, *, cosine: np.ndarray | None = None
+        self,
+        vectors: np.ndarray,
+        *,
+        cosine: np.ndarray | None = None,
+        fit: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(accepted, suggested, score)``, each (n, k): what tagging does with unit
         ``vectors`` ((n, d)). A topic that ``accepts`` takes every paper scoring at or above
         its threshold; any topic is suggested a paper it does not take whose best-fitting
         topic it is (or within ``SUGGEST_MARGIN`` of it, on cosines shifted by the topics'
-        priors, :meth:`fits`), with a cosine of at least ``MIN_COSINE`` (so a topic without
-        labels sends the papers closest to it, not every near one, to the review queue).
-        ``score``: the calibrated probabilities (float64). ``cosine``: :meth:`cosines` of
-        ``vectors`` when the caller has it already (computed here otherwise)."""
+        priors and labelled neighbours, :meth:`fits`), with a cosine of at least
+        ``MIN_COSINE`` (so a topic without labels sends the papers closest to it, not every
+        near one, to the review queue). ``score``: the calibrated probabilities (float64).
+        ``cosine`` / ``fit``: :meth:`cosines` / :meth:`fits` of ``vectors`` when the caller
+        has them already (computed here otherwise)."""
         if cosine is None:
             cosine = self.cosines(vectors)
         if not cosine.size:
             empty = np.zeros(cosine.shape, dtype=bool)
             return empty, empty, cosine.astype(np.float64)
-        fit = self.fits(cosine)
+        if fit is None:
+            fit = self.fits(vectors, cosine=cosine)
         best = fit.max(axis=1, keepdims=True)
         score = self.calibration.probability(fit, fit - best)
         above = score >= self.thresholds
@@ -647,11 +741,11 @@ class SemanticModel:
         suggested = ~accepted & (fit >= best - SUGGEST_MARGIN) & (cosine >= MIN_COSINE)
         return accepted, suggested, score
 
-    def vetoes(self, cosine: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def vetoes(cosine: np.ndarray, fit: np.ndarray) -> np.ndarray:
         """(n, k) bools: the pairs whose paper is too far in meaning from the topic for the
-        classifier to place it there (``CLASSIFIER_VETO_GAP``, ``MIN_COSINE``); ``cosine``:
-        :meth:`cosines` of the papers."""
-        fit = self.fits(cosine)
+        classifier to place it there (``CLASSIFIER_VETO_GAP``, ``MIN_COSINE``); ``cosine`` /
+        ``fit``: :meth:`cosines` / :meth:`fits` of the papers."""
         if not fit.size:
             return np.zeros(fit.shape, dtype=bool)
         far = fit < fit.max(axis=1, keepdims=True) - CLASSIFIER_VETO_GAP
@@ -664,14 +758,18 @@ class SemanticModel:
         return accepted | suggested
 
     def candidates(
-        self, vectors: np.ndarray, *, cosine: np.ndarray | None = None
+        self,
+        vectors: np.ndarray,
+        *,
+        cosine: np.ndarray | None = None,
+        fit: np.ndarray | None = None,
     ) -> Iterator[SemanticCandidate]:
         """The pairs of :meth:`decide` as :class:`SemanticCandidate`, in row then column
-        order. ``vectors``: (n, d) unit rows; ``cosine``: their :meth:`cosines`, when the
-        caller has them (one matrix product per batch, not one per use)."""
+        order. ``vectors``: (n, d) unit rows; ``cosine`` / ``fit``: their :meth:`cosines` /
+        :meth:`fits`, when the caller has them (computed once per batch, not once per use)."""
         if cosine is None:
             cosine = self.cosines(vectors)
-        accepted, suggested, score = self.decide(vectors, cosine=cosine)
+        accepted, suggested, score = self.decide(vectors, cosine=cosine, fit=fit)
         rows, columns = np.nonzero(accepted | suggested)
         for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
             yield SemanticCandidate(

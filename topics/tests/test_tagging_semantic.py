@@ -207,6 +207,43 @@ def test_a_topic_the_corpus_rarely_shows_yields_papers_halfway_between_to_a_comm
     assert not small.bias.any()
 
 
+def test_a_topic_with_many_labels_also_votes_by_its_labelled_neighbours(monkeypatch):
+    rng = np.random.default_rng(7)
+    # Topic 51's 24 labels lie in two clusters (axes 1 and 2): their mean is near neither.
+    # Topic 52's 24 lie along axis 3. A paper in 51's axis-1 cluster, leaning towards axis 3,
+    # is nearer 52's prototype but among 51's papers.
+    vectors, _ = _clusters(rng, [np.eye(6)[1], np.eye(6)[2], np.eye(6)[3]], 12, 0.05)
+    vectors = np.concatenate([vectors, *_clusters(rng, [np.eye(6)[3]], 12, 0.05)[:1]])
+    labels = SemanticLabels(
+        vectors=vectors,
+        positives=[np.arange(24), np.arange(24, 48)],
+        negatives=[np.zeros(0, int)] * 2,
+    )
+    meanings = np.stack([unit(1, 0, 0, 0, 0, 0), unit(0, 0, 0, 1, 0, 0)])
+    paper = unit(0, 1, 0, 0.7, 0, 0)[None, :]
+    model = SemanticModel.fit([51, 52], meanings, labels)
+    cosine = model.cosines(paper)[0]
+    assert cosine[1] > cosine[0] + 0.1
+    np.testing.assert_allclose(model.knn, [semantic.KNN_WEIGHT] * 2)
+    assert model.fits(paper)[0].argmax() == 0
+    assert model.predict(paper)[0, 0]
+    # Fewer labels than KNN_MIN_LABELS: prototypes alone, and the paper goes to 52.
+    monkeypatch.setattr(semantic, "KNN_MIN_LABELS", 25)
+    fewer = SemanticModel.fit([51, 52], meanings, labels)
+    assert fewer.knn is None
+    assert fewer.fits(paper)[0].argmax() == 1
+
+
+def test_a_labelled_paper_is_not_its_own_neighbour():
+    reference = np.stack([unit(1, 0, 0), unit(0, 1, 0), unit(0, 0.9, 0.1)])
+    labels = np.array([[1, 0], [0, 1], [0, 1]])
+    alone = semantic._knn_votes(reference, reference, labels)
+    left_out = semantic._knn_votes(reference, reference, labels, exclude=np.arange(3))
+    # Paper 0 is topic 0's only label: it votes for itself unless left out.
+    assert alone[0, 0] > 0.9 and left_out[0, 0] == 0
+    np.testing.assert_allclose(left_out.sum(axis=1), 1, atol=1e-6)
+
+
 def test_fit_refuses_shapes_that_disagree():
     with pytest.raises(ValueError, match="2 meaning owners but 1 vectors"):
         SemanticModel.fit([1, 2], np.ones((1, 3)))
