@@ -809,17 +809,25 @@ _corpus: tuple[tuple, np.ndarray] | None = None
 
 
 def _corpus_bucket(encoder_id: str) -> int:
-    """Grows by one each time the highest embedded paper id grows by a quarter: the corpus
-    sample (and the model) are read again as the corpus grows, not at every new paper. One
-    index-only query."""
+    """When the corpus sample (and so the model) must be read again. While at most
+    ``CORPUS_SAMPLE`` papers are embedded, every one of them is in the sample: minus their
+    number, so each newly embedded paper counts (a model built halfway through the first
+    embedding would otherwise stay, and a second run of the same data would tag differently).
+    Above that, a number that grows by one each time the highest embedded paper id grows by
+    a quarter: the sample is read again as the corpus grows, not at every new paper. Two
+    index-only queries, the first reading at most ``CORPUS_SAMPLE + 1`` index entries."""
     import math
 
     from django.db.models import Max
 
     from papers.models import PaperEmbedding
 
-    last = PaperEmbedding.objects.filter(model=encoder_id).aggregate(last=Max("paper_id"))["last"]
-    return int(math.log(last, 1.25)) + 1 if last else 0
+    embedded = PaperEmbedding.objects.filter(model=encoder_id)
+    count = embedded[: CORPUS_SAMPLE + 1].count()
+    if count <= CORPUS_SAMPLE:
+        return -count
+    last = embedded.aggregate(last=Max("paper_id"))["last"]
+    return int(math.log(last, 1.25)) + 1
 
 
 def _corpus_sample(encoder_id: str, bucket: int) -> np.ndarray:
