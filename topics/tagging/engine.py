@@ -339,9 +339,12 @@ def _wanted_assignments(
         cosine = semantic.cosines(matrix)
         fit = semantic.fits(matrix, cosine=cosine)
         _classifier_vetoed(wanted, rows, semantic.vetoes(cosine, fit), semantic)
+        settled = _settled(wanted, rows, fit, semantic)
         for candidate in semantic.candidates(matrix, cosine=cosine, fit=fit):
             key = (rows[candidate.row][0], candidate.topic_id)
             if candidate.topic_id not in tagger.topic_ids:
+                continue
+            if settled[candidate.row] and not candidate.accepted:
                 continue
             known = wanted.get(key)
             if known is not None and (
@@ -376,6 +379,32 @@ def _under_descendants_dropped(wanted: dict[tuple[int, int], _Target], tagger: _
         if target[0] != Assignment.Source.RULE and key[1] in ruled.get(key[0], ())
     ]:
         del wanted[key]
+
+
+def _settled(
+    wanted: dict[tuple[int, int], _Target], rows: list, fit: np.ndarray, semantic
+) -> np.ndarray:
+    """(len(rows),) bools: papers a rule or the classifier already accepts into a topic that
+    fits them (``semantic.fits`` within ``CLASSIFIER_VETO_GAP`` of their best). Such a paper
+    has a home; suggesting its nearest other topic too sent one paper in two of the demo to
+    the review queue, mostly another archive than its own arXiv categories. ``rows``: the
+    papers (pk first) of ``fit`` ((len(rows), topics))."""
+    from .semantic import CLASSIFIER_VETO_GAP
+
+    homes: dict[int, list[int]] = defaultdict(list)
+    column_of = {int(topic_id): column for column, topic_id in enumerate(semantic.topic_ids)}
+    for (paper_id, topic_id), target in wanted.items():
+        if target[1] == Assignment.State.ACCEPTED and topic_id in column_of:
+            homes[paper_id].append(column_of[topic_id])
+    settled = np.zeros(len(rows), dtype=bool)
+    if not homes or not fit.size:
+        return settled
+    best = fit.max(axis=1)
+    for row, paper in enumerate(rows):
+        columns = homes.get(paper[0])
+        if columns:
+            settled[row] = fit[row, columns].max() >= best[row] - CLASSIFIER_VETO_GAP
+    return settled
 
 
 def _classifier_vetoed(

@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from papers.embeddings.store import embed_papers
+from papers.embeddings.vectors import load_vectors
 from papers.models import Paper
 from papers.tests.factories import PaperFactory
 from topics.assignments import assignment_decide
@@ -407,6 +408,40 @@ def test_a_rule_still_decides(meaning_topics, embedded):
     assignment = Assignment.objects.get(paper=embedded["gravity"], topic=gravity)
     assert (assignment.source, assignment.state, assignment.score) == ("rule", ACCEPTED, 1.0)
     assert assignment.evidence == {"rule": '"chirp"', "categories": False}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_paper_a_rule_places_where_it_fits_is_not_also_suggested_elsewhere(meaning_topics):
+    """A rule-placed paper whose rule topic fits it about as well as its best topic has a
+    home: no suggestion for the best one besides. A rule placing it where it does not fit
+    leaves its best topic suggested."""
+    best = topic_create(
+        name="Black Hole Mergers",
+        description="Compact binaries that coalesce, and the signals they send to detectors.",
+    )
+    near = topic_create(
+        name="Interferometric Detectors",
+        description="Laser interferometers and the signals they record.",
+    )
+    paper = PaperFactory(title=PAPERS["gravity"][0], abstract=PAPERS["gravity"][1])
+    embed_papers([paper.pk])
+    proteins = meaning_topics["proteins"]
+    model = semantic_active()
+    fit = model.fits(load_vectors([paper.pk])[paper.pk][None, :])[0]
+    column = {pk: index for index, pk in enumerate(model.topic_ids.tolist())}
+    assert fit.argmax() == column[best.pk]
+    assert fit.max() - semantic.SUGGEST_MARGIN > fit[column[near.pk]]
+    assert fit[column[near.pk]] >= fit.max() - semantic.CLASSIFIER_VETO_GAP
+    assert fit[column[proteins.pk]] < fit.max() - semantic.CLASSIFIER_VETO_GAP
+
+    Topic.objects.filter(pk=near.pk).update(rule_query='"chirp"')
+    papers_tag(paper_ids=[paper.pk])
+    assert machine(paper) == {(near.slug, "rule", ACCEPTED)}
+
+    Topic.objects.filter(pk=near.pk).update(rule_query="")
+    Topic.objects.filter(pk=proteins.pk).update(rule_query='"chirp"')
+    papers_tag(paper_ids=[paper.pk])
+    assert machine(paper) == {(proteins.slug, "rule", ACCEPTED), (best.slug, SEMANTIC, PENDING)}
 
 
 @pytest.mark.django_db(transaction=True)
