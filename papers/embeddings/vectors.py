@@ -30,7 +30,7 @@ def vector_from_bytes(data: bytes | memoryview) -> np.ndarray:
     :func:`vector_to_bytes` wrote. Raises ValueError when the length is not a multiple of 4."""
     if len(data) % DTYPE.itemsize:
         raise ValueError(f"a stored vector is a multiple of 4 bytes long, got {len(data)}")
-    return np.frombuffer(bytes(data), dtype=DTYPE).astype(np.float32)
+    return np.frombuffer(data, dtype=DTYPE).astype(np.float32)
 
 
 def current_model_id() -> str:

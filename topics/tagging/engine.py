@@ -391,19 +391,21 @@ def _settled(
     papers (pk first) of ``fit`` ((len(rows), topics))."""
     from .semantic import CLASSIFIER_VETO_GAP
 
-    homes: dict[int, list[int]] = defaultdict(list)
-    column_of = {int(topic_id): column for column, topic_id in enumerate(semantic.topic_ids)}
-    for (paper_id, topic_id), target in wanted.items():
-        if target[1] == Assignment.State.ACCEPTED and topic_id in column_of:
-            homes[paper_id].append(column_of[topic_id])
     settled = np.zeros(len(rows), dtype=bool)
-    if not homes or not fit.size:
+    if not fit.size:
         return settled
-    best = fit.max(axis=1)
-    for row, paper in enumerate(rows):
-        columns = homes.get(paper[0])
-        if columns:
-            settled[row] = fit[row, columns].max() >= best[row] - CLASSIFIER_VETO_GAP
+    row_of = {paper[0]: row for row, paper in enumerate(rows)}
+    column_of = semantic.column_of
+    accepted = Assignment.State.ACCEPTED
+    pairs = [
+        (row_of[paper_id], column_of[topic_id])
+        for (paper_id, topic_id), target in wanted.items()
+        if target[1] == accepted and paper_id in row_of and topic_id in column_of
+    ]
+    if pairs:
+        home_rows, home_columns = np.array(pairs).T
+        near = fit[home_rows, home_columns] >= fit.max(axis=1)[home_rows] - CLASSIFIER_VETO_GAP
+        settled[home_rows[near]] = True
     return settled
 
 
@@ -423,7 +425,7 @@ def _classifier_vetoed(
     ]
     if not keys:
         return
-    column_of = {int(topic_id): column for column, topic_id in enumerate(semantic.topic_ids)}
+    column_of = semantic.column_of
     for paper_id, topic_id in keys:
         column = column_of.get(topic_id)
         if column is not None and vetoed[row_of[paper_id], column]:
