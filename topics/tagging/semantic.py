@@ -111,6 +111,7 @@ PRIOR_ITERATIONS = 20
 PRIOR_SAMPLE = 5000
 PRIOR_FLOOR = 0.1
 PRIOR_MIN_CORPUS = 200
+PRIOR_CELLS = 10_000_000
 # Newest embedded papers semantic_active reads as that corpus.
 CORPUS_SAMPLE = 20_000
 # Labelled pairs scored per step of the leave-one-out pass (bounds its memory: this many
@@ -342,25 +343,29 @@ def _row_sums(
 
 def corpus_prior_bias(prototypes: np.ndarray, starts: np.ndarray, corpus: np.ndarray) -> np.ndarray:
     """(k,) float32 shifts of each topic's cosine: ``PRIOR_WEIGHT * log(k * prior)``, the
-    prior of each topic estimated by EM on (at most ``PRIOR_SAMPLE``, evenly spaced) papers of
-    ``corpus`` ((c, d) unit rows), their posteriors a softmax of cosines to ``prototypes``
-    ((m, d); ``starts`` each topic's first row) at ``PRIOR_TEMPERATURE``. Zeros with fewer
-    than ``PRIOR_MIN_CORPUS`` papers; each prior floored at ``PRIOR_FLOOR / k`` (a topic the
-    corpus barely shows still gets its best papers suggested)."""
+    prior of each topic estimated by EM on (at most ``PRIOR_SAMPLE`` and ``PRIOR_CELLS / k``,
+    evenly spaced) papers of ``corpus`` ((c, d) unit rows), their posteriors a softmax of
+    cosines to ``prototypes`` ((m, d); ``starts`` each topic's first row) at
+    ``PRIOR_TEMPERATURE``. Zeros with fewer than ``PRIOR_MIN_CORPUS`` papers; each prior
+    floored at ``PRIOR_FLOOR / k`` (a topic the corpus barely shows still gets its best papers
+    suggested)."""
     k = len(starts)
     if len(corpus) < PRIOR_MIN_CORPUS or k < 2:
         return np.zeros(k, dtype=np.float32)
-    sample = np.asarray(corpus[:: max(1, len(corpus) // PRIOR_SAMPLE)], dtype=np.float32)
-    likelihood = np.empty((len(sample), k))
+    # At most PRIOR_CELLS (paper, topic) cells: 40 MB whatever the taxonomy's size.
+    size = min(len(corpus), PRIOR_SAMPLE, max(PRIOR_MIN_CORPUS, PRIOR_CELLS // k))
+    picked = np.unique(np.linspace(0, len(corpus) - 1, size).astype(np.int64))
+    sample = np.asarray(corpus[picked], dtype=np.float32)
+    likelihood = np.empty((len(sample), k), dtype=np.float32)
     for start in range(0, len(sample), LEAVE_OUT_CHUNK):
         block = _pooled(sample[start : start + LEAVE_OUT_CHUNK] @ prototypes.T, starts)
         logits = (block - block.max(axis=1, keepdims=True)) / PRIOR_TEMPERATURE
         likelihood[start : start + len(block)] = np.exp(logits)
     prior = np.full(k, 1.0 / k)
     for _ in range(PRIOR_ITERATIONS):
-        posterior = likelihood * prior
+        posterior = likelihood * prior.astype(np.float32)
         posterior /= posterior.sum(axis=1, keepdims=True)
-        prior = np.maximum(posterior.mean(axis=0), PRIOR_FLOOR / k)
+        prior = np.maximum(posterior.mean(axis=0, dtype=np.float64), PRIOR_FLOOR / k)
         prior /= prior.sum()
     return (PRIOR_WEIGHT * np.log(k * prior)).astype(np.float32)
 
