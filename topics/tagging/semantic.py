@@ -71,7 +71,8 @@ REJECT_WEIGHT = 0.3
 MIN_TOPIC_LABELS = 5
 # Held-out precision a topic must reach at its threshold to accept papers on its own.
 TARGET_PRECISION = 0.8
-# No paper is suggested for a topic below this cosine, whatever the calibration says.
+# No paper is accepted or suggested for a topic below this cosine, whatever the calibration (or
+# the vote of its labelled neighbours) says.
 MIN_COSINE = 0.15
 # The classifier's words may not place a paper in a topic whose meaning is far from it: a
 # classifier pair is dropped when the paper's cosine to the topic is below MIN_COSINE, or when
@@ -745,9 +746,10 @@ class SemanticModel:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(accepted, suggested, score)``, each (n, k): what tagging does with unit
         ``vectors`` ((n, d)). A topic that ``accepts`` takes every paper scoring at or above
-        its threshold; any topic is suggested a paper it does not take whose best-fitting
-        topic it is (or within ``SUGGEST_MARGIN`` of it, on cosines shifted by the topics'
-        priors and labelled neighbours, :meth:`fits`), with a cosine of at least
+        its threshold with a cosine of at least ``MIN_COSINE``; any topic is suggested a paper
+        it does not take whose best-fitting topic it is (or within ``SUGGEST_MARGIN`` of it,
+        on cosines shifted by the topics' priors and labelled neighbours, :meth:`fits`), with
+        a cosine of at least
         ``MIN_COSINE`` (so a topic without labels sends the papers closest to it, not every
         near one, to the review queue). ``score``: the calibrated probabilities (float64).
         ``cosine`` / ``fit``: :meth:`cosines` / :meth:`fits` of ``vectors`` when the caller
@@ -762,7 +764,7 @@ class SemanticModel:
         best = fit.max(axis=1, keepdims=True)
         score = self.calibration.probability(fit, fit - best)
         above = score >= self.thresholds
-        accepted = above & self.accepts
+        accepted = above & self.accepts & (cosine >= MIN_COSINE)
         # Suggestions: the paper's best-fitting topics, for any topic (below its own threshold
         # for one that accepts), near enough in meaning.
         suggested = ~accepted & (fit >= best - SUGGEST_MARGIN) & (cosine >= MIN_COSINE)

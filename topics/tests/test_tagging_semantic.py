@@ -235,6 +235,22 @@ def test_a_topic_with_many_labels_also_votes_by_its_labelled_neighbours(monkeypa
     assert fewer.fits(paper)[0].argmax() == 1
 
 
+def test_the_neighbour_vote_never_places_a_paper_far_from_the_topic():
+    rng = np.random.default_rng(11)
+    vectors, _ = _clusters(rng, [np.eye(6)[0], np.eye(6)[1]], 24, 0.05)
+    labels = SemanticLabels(
+        vectors=vectors,
+        positives=[np.arange(24), np.arange(24, 48)],
+        negatives=[np.zeros(0, int)] * 2,
+    )
+    model = SemanticModel.fit([61, 62], np.eye(6)[:2], labels)
+    assert model.accepts.all()
+    # Orthogonal to both topics and to every label: the vote alone must not place it.
+    far = unit(0, 0, 0, 0, 1, 1)[None, :]
+    assert (model.fits(far) > 0).any()
+    assert not model.predict(far).any()
+
+
 def test_a_labelled_paper_is_not_its_own_neighbour():
     reference = np.stack([unit(1, 0, 0), unit(0, 1, 0), unit(0, 0.9, 0.1)])
     labels = np.array([[1, 0], [0, 1], [0, 1]])
