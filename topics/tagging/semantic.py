@@ -115,8 +115,8 @@ PRIOR_MIN_CORPUS = 200
 PRIOR_CELLS = 10_000_000
 # Newest embedded papers semantic_active reads as that corpus.
 CORPUS_SAMPLE = 20_000
-# Labelled pairs scored per step of the leave-one-out pass (bounds its memory: this many
-# prototype rows at once).
+# (labelled pair, meaning row) rows scored per step of the leave-one-out pass (bounds its
+# memory: this many prototype rows at once).
 LEAVE_OUT_CHUNK = 4096
 # A topic with many labels is more than their mean: a topic with at least KNN_MIN_LABELS accepted
 # papers also scores KNN_WEIGHT times the share of a paper's KNN_NEIGHBOURS nearest neighbours
@@ -391,8 +391,9 @@ def _knn_votes(
     if neighbours <= 0 or not n:
         return votes
     table = sparse.csr_matrix(labels, dtype=np.float32)
-    for start in range(0, n, 1024):
-        sims = vectors[start : start + 1024] @ reference.T
+    # 256 papers at a time: (256, r) cosines and their partition indices, 60 MB at r = 20,000.
+    for start in range(0, n, 256):
+        sims = vectors[start : start + 256] @ reference.T
         if exclude is not None:
             own = exclude[start : start + len(sims)]
             mine = np.flatnonzero(own >= 0)
@@ -530,7 +531,7 @@ class SemanticModel:
         owners = np.arange(k) if owners is None else np.asarray(owners, dtype=np.int64)
         if meanings.shape[0] != len(owners):
             raise ValueError(f"{len(owners)} meaning owners but {meanings.shape[0]} vectors.")
-        if k and not np.array_equal(np.unique(owners), np.arange(k)) or np.any(np.diff(owners) < 0):
+        if not np.array_equal(np.unique(owners), np.arange(k)) or np.any(np.diff(owners) < 0):
             raise ValueError(
                 f"{k} topics but meaning owners {owners.tolist()[:10]}...: each "
                 "topic needs a meaning, in column order."
@@ -603,8 +604,16 @@ class SemanticModel:
             # Leave-one-out cosines: a labelled pair is scored against its topic's prototype
             # built without that paper; unlabelled pairs need no change.
             cosine = _pooled(vectors @ prototypes.T, starts)
-            for start in range(0, len(pair_papers), LEAVE_OUT_CHUNK):
-                chunk = slice(start, start + LEAVE_OUT_CHUNK)
+            # Chunks of pairs holding at most LEAVE_OUT_CHUNK (pair, meaning row) rows (a pair
+            # of an archive with 40 paragraphs is 40 rows), and at least one pair.
+            expanded = np.cumsum(sizes[pair_columns])
+            bounds = [0]
+            while bounds[-1] < len(pair_papers):
+                done = expanded[bounds[-1] - 1] if bounds[-1] else 0
+                end = int(np.searchsorted(expanded, done + LEAVE_OUT_CHUNK, side="right"))
+                bounds.append(max(end, bounds[-1] + 1))
+            for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+                chunk = slice(start, stop)
                 r, c = pair_papers[chunk], pair_columns[chunk]
                 # One row per (pair, meaning row of its topic), pairs contiguous.
                 count = sizes[c]
@@ -971,6 +980,8 @@ def semantic_active() -> SemanticModel | None:
         column = {pk: index for index, (pk, *_) in enumerate(topics)}
         rows = list(_labels_query().values_list("paper_id", "topic_id", "state"))
         vectors = load_vectors(sorted({paper_id for paper_id, _, _ in rows}))
+        # A damaged stored vector (NaN, inf) would poison every prototype and the calibration.
+        vectors = {pk: vector for pk, vector in vectors.items() if np.isfinite(vector).all()}
         paper_ids = np.array(sorted(vectors), dtype=np.int64)
         row_of = {int(paper_id): row for row, paper_id in enumerate(paper_ids)}
         positives: list[list[int]] = [[] for _ in topics]
@@ -990,6 +1001,8 @@ def semantic_active() -> SemanticModel | None:
             paper_ids=paper_ids,
         )
         corpus = _corpus_sample(encoder.model_id, key[-1])
+        if corpus.size and not np.isfinite(corpus).all():
+            corpus = corpus[np.isfinite(corpus).all(axis=1)]
         model = SemanticModel.fit(
             [pk for pk, *_ in topics],
             meanings,

@@ -386,6 +386,26 @@ def test_papers_are_tagged_by_words_until_their_vectors_arrive(meaning_topics):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_damaged_stored_vector_is_left_out_of_the_model(meaning_topics, embedded):
+    """A stored vector of NaNs (a damaged row) among the labels and the corpus: the model is
+    built from the others, every prototype and shift finite, and tagging goes on."""
+    from papers.embeddings.vectors import vector_to_bytes
+    from papers.models import PaperEmbedding
+
+    papers_tag(paper_ids=[paper.pk for paper in embedded.values()])
+    finance = meaning_topics["finance"]
+    suggestion = Assignment.objects.get(paper=embedded["finance"], topic=finance)
+    assignment_decide(assignment=suggestion, state=ACCEPTED, user=UserFactory())
+    damaged = np.full(len(load_vectors([embedded["finance"].pk])[embedded["finance"].pk]), np.nan)
+    PaperEmbedding.objects.filter(paper=embedded["finance"]).update(vector=vector_to_bytes(damaged))
+    model = semantic_active()
+    assert model.metrics[finance.pk]["positives"] == 0
+    assert np.isfinite(model.prototypes).all() and np.isfinite(model.bias).all()
+    papers_tag(paper_ids=[embedded["gravity"].pk])
+    assert machine(embedded["gravity"]) == {(meaning_topics["gravity"].slug, SEMANTIC, PENDING)}
+
+
+@pytest.mark.django_db(transaction=True)
 def test_each_curator_decision_counts_at_once_and_stays_final(meaning_topics, embedded):
     curator = UserFactory(username="ada")
     finance = meaning_topics["finance"]
