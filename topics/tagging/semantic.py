@@ -577,7 +577,7 @@ class SemanticModel:
             bias = corpus_prior_bias(prototypes, starts, corpus)
 
         # Topics with enough labels also score by their labelled neighbours (KNN_*).
-        knn = knn_rows = knn_labels = None
+        knn = knn_rows = knn_vectors = knn_labels = None
         knn_topics = positive_counts >= KNN_MIN_LABELS
         if KNN_WEIGHT and n and knn_topics.any():
             from scipy import sparse
@@ -587,14 +587,16 @@ class SemanticModel:
             # The topics' own prototypes are neighbours too, each voting for its topic: a paper
             # far from every labelled paper (a field the labels do not cover) is nearest its
             # topics' meanings, which outvote the labelled papers of a distant topic.
+            knn_vectors = np.vstack([vectors[knn_rows], prototypes])
             knn_labels = sparse.vstack(
                 [
                     sparse.csr_matrix(accepted[knn_rows]),
                     sparse.csr_matrix(
-                        (np.ones(len(owners)), (np.arange(len(owners)), owners)),
+                        (np.ones(len(owners), dtype=np.float32), (np.arange(len(owners)), owners)),
                         shape=(len(owners), k),
                     ),
-                ]
+                ],
+                dtype=np.float32,
             ).tocsr()
 
         calibration = default
@@ -641,7 +643,7 @@ class SemanticModel:
                 exclude = np.full(n, -1, dtype=np.int64)
                 exclude[knn_rows] = np.arange(len(knn_rows))
                 cosine = cosine + knn * _knn_votes(
-                    vectors, np.vstack([vectors[knn_rows], prototypes]), knn_labels, exclude=exclude
+                    vectors, knn_vectors, knn_labels, exclude=exclude
                 )
             gap = cosine - cosine.max(axis=1, keepdims=True)
             # Pairs with a label: the topic has labels and the paper is known in or out.
@@ -708,7 +710,7 @@ class SemanticModel:
             metrics=metrics,
             bias=bias,
             knn=knn,
-            knn_vectors=None if knn_rows is None else np.vstack([vectors[knn_rows], prototypes]),
+            knn_vectors=knn_vectors,
             knn_labels=knn_labels,
             label_vectors=vectors,
             label_paper_ids=labels.paper_ids,
@@ -729,7 +731,8 @@ class SemanticModel:
         the best topic, the gap and the calibration are read from: its :meth:`cosines`
         (``cosine`` when the caller has them) shifted by the topic's prior (``bias``) plus,
         for a topic with ``KNN_MIN_LABELS`` accepted labels, ``KNN_WEIGHT`` times the share
-        of the paper's nearest labelled papers that the topic accepted (``knn``)."""
+        of the paper's nearest neighbours (labelled papers and prototype rows) that are the
+        topic's (``knn``)."""
         if cosine is None:
             cosine = self.cosines(vectors)
         fit = cosine if self.bias is None else cosine + self.bias
@@ -758,11 +761,10 @@ class SemanticModel:
         its threshold with a cosine of at least ``MIN_COSINE``; any topic is suggested a paper
         it does not take whose best-fitting topic it is (or within ``SUGGEST_MARGIN`` of it,
         on cosines shifted by the topics' priors and labelled neighbours, :meth:`fits`), with
-        a cosine of at least
-        ``MIN_COSINE`` (so a topic without labels sends the papers closest to it, not every
-        near one, to the review queue). ``score``: the calibrated probabilities (float64).
-        ``cosine`` / ``fit``: :meth:`cosines` / :meth:`fits` of ``vectors`` when the caller
-        has them already (computed here otherwise)."""
+        a cosine of at least ``MIN_COSINE`` (so a topic without labels sends the papers
+        closest to it, not every near one, to the review queue). ``score``: the calibrated
+        probabilities (float64). ``cosine`` / ``fit``: :meth:`cosines` / :meth:`fits` of
+        ``vectors`` when the caller has them already (computed here otherwise)."""
         if cosine is None:
             cosine = self.cosines(vectors)
         if not cosine.size:
