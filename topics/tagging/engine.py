@@ -35,6 +35,7 @@ from django.db.models import (
     When,
 )
 from django.utils import timezone
+from threadpoolctl import ThreadpoolController
 
 from papers.embeddings.encoder import EncoderUnavailable
 from papers.embeddings.vectors import load_vectors
@@ -222,6 +223,12 @@ def chunked(items: Iterable[int], size: int) -> Iterator[list[int]]:
         yield chunk
 
 
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The process's BLAS libraries (numpy's and SciPy's OpenBLAS), found once."""
+    return ThreadpoolController()
+
+
 def papers_tag(*, paper_ids: Sequence[int]) -> int:
     """Apply every active topic's rule, the active classifier and semantic similarity to the
     papers ``paper_ids`` (pks; unknown ones ignored), so that their machine-made assignments are
@@ -265,11 +272,21 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
     database (the second run writes nothing). A classifier score that moved by less than 0.01 is not
     rewritten.
 
+    The matrix products run on one BLAS thread: a batch's are small (a thousand papers
+    against the topics' prototypes and labelled neighbours), and OpenBLAS's second thread
+    spin-waits for the first; beside another busy process (a second Celery worker, the
+    database) that made a batch's cosines and neighbour votes 10 to 30 times slower.
+
     Returns the number of assignments created, changed or removed (a creation that loses a
     race to a concurrent curator addition is still counted; the curator's row wins).
     Raises ``topics.tagging.classifier.ClassifierLoadError`` when the active classifier cannot be
     loaded (nothing is written then).
     """
+    with _blas().limit(limits=1, user_api="blas"):
+        return _papers_tag(paper_ids)
+
+
+def _papers_tag(paper_ids: Sequence[int]) -> int:
     tagger = _tagger()
     batches = chunked(sorted(set(paper_ids)), TAG_BATCH_SIZE)
     if (

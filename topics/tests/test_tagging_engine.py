@@ -156,6 +156,35 @@ def test_stored_papers_signal_tags_them(library):
     assert pairs(state="accepted") == {("A reagent database", "Not agents")}
 
 
+def test_papers_tag_scores_on_one_blas_thread_and_gives_the_rest_back(library, monkeypatch):
+    """A batch's matrix products are small: a second OpenBLAS thread only spin-waits, and
+    beside another busy process made the semantic scoring 10-30 times slower. The caller's
+    thread count is restored afterwards."""
+    import threadpoolctl
+
+    def blas_threads():
+        return {
+            info["num_threads"]
+            for info in threadpoolctl.threadpool_info()
+            if info["user_api"] == "blas"
+        }
+
+    before = blas_threads()
+    seen = []
+    judge = engine._wanted_assignments
+
+    def spying(*args, **kwargs):
+        seen.append(blas_threads())
+        return judge(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_wanted_assignments", spying)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        papers_tag(paper_ids=[paper.pk for paper in library[0].values()])
+        assert blas_threads() == {2}
+    assert seen == [{1}]
+    assert blas_threads() == before
+
+
 def test_curator_decisions_are_never_changed_or_deleted(library):
     papers, topics = library
     curator = UserFactory()
