@@ -374,10 +374,16 @@ CELERY_TASK_ROUTES = {
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A message a worker took and never acknowledged (the worker was killed) goes back to its queue
 # after this many seconds (kombu's Redis transport; keep it above the longest task and countdown).
-# Drills set it short. The socket timeouts (s) bound a publish to a broker that is unreachable
-# or vanished without closing the connection (kombu's default is to wait forever).
+# Drills set it short. Running workers look for such messages every
+# CELERY_UNACKED_RESTORE_SECONDS (kombu's default scans only every tenth look, 10 s apart, so a
+# dead worker's task waited up to 100 s past the timeout: drills/kill_web_and_worker.py); a
+# look is one small sorted-set query under a mutex. The socket timeouts (s) bound a publish to
+# a broker that is unreachable or vanished without closing the connection (kombu's default is
+# to wait forever).
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 60 * 60, minimum=1),
+    "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_SECONDS", 10, minimum=1),
+    "unacked_restore_throttle": 1,
     "socket_connect_timeout": 2,
     "socket_timeout": 5,
 }
