@@ -19,8 +19,9 @@ What runs (all real processes on this machine, as on several hosts):
 
 The drill process queues one harvest (``papers.tasks.harvest``, as beat does); each stored
 page queues embedding (``embed``), tagging (``tag``), near-duplicate detection and saved-search
-matching (``default``) on the workers. Once the harvest has stored a page, the worker running
-it and one web server are SIGKILLed together (whole process groups, as a host that dies).
+matching (``default``) on the workers. Once the harvest has stored half its pages, the worker
+running it and one web server are SIGKILLed together (whole process groups, as a host that
+dies).
 
 **Failover** is the client's, as a load balancer's: a reader sends to its own server; a
 refused or reset connection (or a 502/503/504) marks that server down and the same request
@@ -541,10 +542,11 @@ def run(
         load_began = time.monotonic()
         harvest_task = harvest.delay("oai", oai_params(server.url))
 
-        # The kill: once the harvest has stored a page, its worker and web server 0 together.
+        # The kill: once the harvest has stored half its pages (one at least), its worker and
+        # web server 0 together.
         def harvest_mid_run():
             run_ = HarvestRun.objects.first()
-            return bool(run_ and run_.pages_done >= 1 and run_.status == "running")
+            return bool(run_ and run_.pages_done >= max(1, pages // 2) and run_.status == "running")
 
         common.wait_until(harvest_mid_run, "the harvest stores its first page", 120, workers[0])
         held = held_tasks(["scale-worker-1", "scale-worker-2"])

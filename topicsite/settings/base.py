@@ -100,6 +100,20 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DJANGO_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A PostgreSQL read replica (streaming replication of the primary): readers' GET and HEAD
+# requests read from it, everything else from the primary, and a request that wrote, or came
+# within DATABASE_REPLICA_PIN_SECONDS of one that did, reads the primary (topicsite/dbrouter.py).
+DATABASE_REPLICA_PIN_SECONDS = env_int("DATABASE_REPLICA_PIN_SECONDS", 15, minimum=1)
+if env.str("DATABASE_REPLICA_URL", default=""):
+    DATABASES["replica"] = env_database("DATABASE_REPLICA_URL", "")
+    DATABASES["replica"] |= {
+        key: DATABASES["default"][key]
+        for key in ("ATOMIC_REQUESTS", "CONN_MAX_AGE", "CONN_HEALTH_CHECKS")
+    }
+    # Tests read the primary's test database through this alias (it holds the same data).
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    DATABASE_ROUTERS = ["topicsite.dbrouter.PrimaryReplicaRouter"]
+    MIDDLEWARE.insert(0, "topicsite.dbrouter.ReplicaReadsMiddleware")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_redis_url("REDIS_URL")
