@@ -75,6 +75,8 @@ RULE_TOPICS = (
     ("Quantum", "drill-quantum", "quantum", ()),
 )
 PASSWORD = "drill-password-4-readers"
+# --smoke, what CI and the pytest test run: about 40 s.
+SMOKE = {"readers": 4, "pages": 3, "web_workers": 1, "seconds_after": 6, "writes_each": 8}
 TASK_LINE = re.compile(r"Task (\S+)\[([0-9a-f-]{36})\] (received|succeeded|failed|retry)")
 
 
@@ -708,24 +710,14 @@ def main() -> int:
     parser.add_argument("--writes", type=int, default=12, help="writes per reader")
     parser.add_argument("--smoke", action="store_true", help="a short run (CI)")
     args = parser.parse_args()
-    if args.smoke:
-        args.readers, args.pages, args.web_workers, args.seconds_after, args.writes = (
-            4,
-            3,
-            1,
-            6,
-            8,
-        )
-    return common.main(
-        "kill_web_and_worker",
-        lambda: run(
-            readers=args.readers,
-            pages=args.pages,
-            web_workers=args.web_workers,
-            seconds_after=args.seconds_after,
-            writes_each=args.writes,
-        ),
-    )
+    size = {
+        "readers": args.readers,
+        "pages": args.pages,
+        "web_workers": args.web_workers,
+        "seconds_after": args.seconds_after,
+        "writes_each": args.writes,
+    }
+    return common.main("kill_web_and_worker", lambda: run(**(SMOKE if args.smoke else size)))
 
 
 if __name__ == "__main__":
