@@ -100,6 +100,20 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DJANGO_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A PostgreSQL read replica (streaming replication of the primary): readers' GET and HEAD
+# requests read from it, everything else from the primary, and a request that wrote, or came
+# within DATABASE_REPLICA_PIN_SECONDS of one that did, reads the primary (topicsite/dbrouter.py).
+DATABASE_REPLICA_PIN_SECONDS = env_int("DATABASE_REPLICA_PIN_SECONDS", 15, minimum=1)
+if env.str("DATABASE_REPLICA_URL", default=""):
+    DATABASES["replica"] = env_database("DATABASE_REPLICA_URL", "")
+    DATABASES["replica"] |= {
+        key: DATABASES["default"][key]
+        for key in ("ATOMIC_REQUESTS", "CONN_MAX_AGE", "CONN_HEALTH_CHECKS")
+    }
+    # Tests read the primary's test database through this alias (it holds the same data).
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    DATABASE_ROUTERS = ["topicsite.dbrouter.PrimaryReplicaRouter"]
+    MIDDLEWARE.insert(0, "topicsite.dbrouter.ReplicaReadsMiddleware")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_redis_url("REDIS_URL")
@@ -374,10 +388,16 @@ CELERY_TASK_ROUTES = {
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A message a worker took and never acknowledged (the worker was killed) goes back to its queue
 # after this many seconds (kombu's Redis transport; keep it above the longest task and countdown).
-# Drills set it short. The socket timeouts (s) bound a publish to a broker that is unreachable
-# or vanished without closing the connection (kombu's default is to wait forever).
+# Drills set it short. Running workers look for such messages every
+# CELERY_UNACKED_RESTORE_SECONDS (kombu's default scans only every tenth look, 10 s apart, so a
+# dead worker's task waited up to 100 s past the timeout: drills/kill_web_and_worker.py); a
+# look is one small sorted-set query under a mutex. The socket timeouts (s) bound a publish to
+# a broker that is unreachable or vanished without closing the connection (kombu's default is
+# to wait forever).
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 60 * 60, minimum=1),
+    "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_SECONDS", 10, minimum=1),
+    "unacked_restore_throttle": 1,
     "socket_connect_timeout": 2,
     "socket_timeout": 5,
 }
