@@ -264,8 +264,9 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
     batch's plan is copied (COPY) into a temporary table and applied by at most one INSERT,
     one UPDATE and one DELETE, each writing the history rows of exactly the rows it wrote in
     the same statement; other databases take the ORM with a few more statements. Called
-    outside a transaction with more than one batch on PostgreSQL, a writer thread on its own
-    connection writes each batch while the next is judged (:func:`_tag_pipelined`).
+    outside a transaction with more than one batch on PostgreSQL, a reader thread reads the
+    next batch and a writer thread writes the one before while a batch is judged, each on its
+    own connection (:func:`_tag_pipelined`).
     ``TOPICS_TAGGING_HISTORY`` (default on) records machine writes in the assignment history, one
     row per assignment written, in bulk per batch, with the change reason "tagging: rules and
     classifier vN" ("tagging: rules" without a classifier). Running it twice leaves the same
@@ -494,9 +495,21 @@ class _Wanted:
     with_vector: frozenset[int]
 
 
-def _batch_wanted(paper_ids: list[int], tagger: _Tagger) -> _Wanted:
-    """Read the papers ``paper_ids`` (sorted pks), their cross-lists and vectors (three
-    queries) and judge them (:func:`_wanted_assignments`). Writes nothing."""
+@dataclass(frozen=True)
+class _Read:
+    """One batch as the database holds it: ``papers`` rows (pk, title, abstract, primary
+    category pk) in pk order, each paper's cross-listed category pks, and the vectors of the
+    current model (pk -> unit vector; empty without an encoder)."""
+
+    paper_ids: list[int]
+    papers: list[tuple[int, str, str, int]]
+    cross_lists: dict[int, set[int]]
+    vectors: dict[int, np.ndarray]
+
+
+def _batch_read(paper_ids: list[int]) -> _Read:
+    """Read the papers ``paper_ids`` (sorted pks), their cross-lists and vectors: three
+    queries, nothing written."""
     batch = set(paper_ids)
     cross_lists: dict[int, set[int]] = defaultdict(set)
     for paper_id, category_id in Paper.cross_lists.through.objects.filter(
@@ -516,8 +529,18 @@ def _batch_wanted(paper_ids: list[int], tagger: _Tagger) -> _Wanted:
         vectors = load_vectors([row[0] for row in papers]) if papers else {}
     except EncoderUnavailable:  # no model files: words alone (semantic_active logs it)
         vectors = {}
-    wanted = _wanted_assignments(papers, cross_lists, tagger, vectors)
-    return _Wanted(paper_ids, wanted, frozenset(vectors))
+    return _Read(paper_ids, papers, cross_lists, vectors)
+
+
+def _batch_judged(read: _Read, tagger: _Tagger) -> _Wanted:
+    """The assignments a read batch calls for (:func:`_wanted_assignments`). Writes nothing."""
+    wanted = _wanted_assignments(read.papers, read.cross_lists, tagger, read.vectors)
+    return _Wanted(read.paper_ids, wanted, frozenset(read.vectors))
+
+
+def _batch_wanted(paper_ids: list[int], tagger: _Tagger) -> _Wanted:
+    """Read the papers ``paper_ids`` (sorted pks) and judge them, in the calling thread."""
+    return _batch_judged(_batch_read(paper_ids), tagger)
 
 
 def _tag_batch(paper_ids: list[int], tagger: _Tagger) -> int:
@@ -577,22 +600,40 @@ def _written_in_thread(judged: _Wanted, tagger: _Tagger) -> int:
     return _batch_write(judged, tagger)
 
 
+def _read_in_thread(paper_ids: list[int]) -> _Read:
+    """:func:`_batch_read` on the reader thread's own connection."""
+    return _batch_read(paper_ids)
+
+
 def _close_thread_connection() -> None:
     connection.close()
 
 
 def _tag_pipelined(batches: Iterable[list[int]], tagger: _Tagger) -> int:
-    """Tag ``batches`` judging each batch in this thread while a writer thread, on its own
-    database connection, writes the batch before: the writes (an INSERT of a thousand rows
-    and their history, waiting on PostgreSQL) overlap the next batch's reading and judging
-    (Python), instead of following them. At most one batch is in writing at a time, in
-    order; an error in a write stops the run and is raised here."""
+    """Tag ``batches`` in three overlapping stages, each on its own thread and database
+    connection: a reader thread reads the next batch (papers, cross-lists, vectors: mostly
+    waiting on PostgreSQL), this thread judges the current one (Python and numpy), and a writer
+    thread writes the batch before (an INSERT of a thousand rows and their history, waiting on
+    PostgreSQL). At most one batch is in reading and one in writing at a time, written in
+    order; an error in any stage stops the run and is raised here (batches already written
+    stay, whole)."""
     written = 0
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tag-write") as writer:
+    batches = iter(batches)
+    with (
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="tag-read") as reader,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="tag-write") as writer,
+    ):
+        reading: Future | None = None
         pending: Future | None = None
         try:
-            for paper_ids in batches:
-                judged = _batch_wanted(paper_ids, tagger)
+            paper_ids = next(batches, None)
+            if paper_ids is not None:
+                reading = reader.submit(_read_in_thread, paper_ids)
+            while reading is not None:
+                read = reading.result()
+                paper_ids = next(batches, None)
+                reading = None if paper_ids is None else reader.submit(_read_in_thread, paper_ids)
+                judged = _batch_judged(read, tagger)
                 if pending is not None:
                     written += pending.result()
                 pending = writer.submit(_written_in_thread, judged, tagger)
@@ -600,8 +641,10 @@ def _tag_pipelined(batches: Iterable[list[int]], tagger: _Tagger) -> int:
                 written += pending.result()
                 pending = None
         finally:
-            if pending is not None:
-                pending.cancel()
+            for future in (reading, pending):
+                if future is not None:
+                    future.cancel()
+            reader.submit(_close_thread_connection).result()
             writer.submit(_close_thread_connection).result()
     return written
 

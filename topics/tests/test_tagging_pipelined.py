@@ -1,8 +1,10 @@
 """Tagging outside a transaction, the way the ``tag`` queue's worker and ``manage.py tag`` run
-it: batches judged in the calling thread while a writer thread on its own connection writes the
-batch before (``topics.tagging.engine._tag_pipelined``). Same assignments as one batch at a time,
-nothing written twice, a failed write stops the run with nothing half-written, and the writer's
-connection is closed afterwards. Real commits, so these tests use ``transaction=True``."""
+it: batches judged in the calling thread while a reader thread reads the next batch and a
+writer thread writes the batch before, each on its own connection
+(``topics.tagging.engine._tag_pipelined``). Same assignments as one batch at a time, nothing
+written twice, a failed read or write stops the run with nothing half-written, and the
+threads' connections are closed afterwards. Real commits, so these tests use
+``transaction=True``."""
 
 import threading
 import time
@@ -69,8 +71,22 @@ def writer_threads(monkeypatch):
     return names
 
 
+@pytest.fixture
+def reader_threads(monkeypatch):
+    """The names of the threads that read batches, and the batches they read."""
+    reads = []
+    read = engine._read_in_thread
+
+    def spy(paper_ids):
+        reads.append((threading.current_thread().name, list(paper_ids)))
+        return read(paper_ids)
+
+    monkeypatch.setattr(engine, "_read_in_thread", spy)
+    return reads
+
+
 def test_pipelined_batches_write_what_one_batch_at_a_time_writes(
-    papers, monkeypatch, writer_threads
+    papers, monkeypatch, writer_threads, reader_threads
 ):
     paper_ids = [paper.pk for paper in papers]
     monkeypatch.setattr(engine, "TAG_BATCH_SIZE", 2)
@@ -80,12 +96,18 @@ def test_pipelined_batches_write_what_one_batch_at_a_time_writes(
 
     assert len(writer_threads) == 3
     assert all(name.startswith("tag-write") for name in writer_threads)
+    # Every batch read once, in order, on the reader thread.
+    assert [batch for _, batch in reader_threads] == [
+        sorted(paper_ids)[i : i + 2] for i in (0, 2, 4)
+    ]
+    assert all(name.startswith("tag-read") for name, _ in reader_threads)
     expected = {(f"Paper {n}", "HEP") for n in range(6)} | {(f"Paper {n}", "RL") for n in (1, 3, 5)}
     assert pairs() == expected
     assert written == len(expected)
     # Every write is in the history, once.
     assert Assignment.history.filter(history_type="+").count() == len(expected)
     # The writer thread's connection is closed with the run.
+    # The reader's and the writer's connections are closed with the run.
     assert connections_to_this_database(before) == before
 
     rows = list(Assignment.objects.order_by("pk").values())
@@ -133,3 +155,26 @@ def test_a_failed_write_stops_the_run_and_leaves_no_half_written_batch(
     monkeypatch.setattr(engine, "_plan_write_sql", write)
     papers_tag(paper_ids=paper_ids)
     assert set(Assignment.objects.values_list("paper_id", flat=True)) == set(paper_ids)
+
+
+def test_a_failed_read_stops_the_run_after_the_batches_before_it(papers, monkeypatch):
+    paper_ids = sorted(paper.pk for paper in papers)
+    monkeypatch.setattr(engine, "TAG_BATCH_SIZE", 2)
+    read = engine._read_in_thread
+
+    def failing_third(batch_ids):
+        if batch_ids == paper_ids[4:]:
+            raise RuntimeError("connection lost while reading")
+        return read(batch_ids)
+
+    monkeypatch.setattr(engine, "_read_in_thread", failing_third)
+    before = connections_to_this_database()
+
+    with pytest.raises(RuntimeError, match="connection lost while reading"):
+        papers_tag(paper_ids=paper_ids)
+
+    # The batches read before the failure are written whole; the failed one not at all.
+    tagged = set(Assignment.objects.values_list("paper_id", flat=True))
+    assert tagged <= set(paper_ids[:4])
+    assert set(paper_ids[:2]) <= tagged
+    assert connections_to_this_database(before) == before
