@@ -259,7 +259,13 @@ class TopicClassifier:
         self.version: int | None = None
         self._columns = {int(topic_id): column for column, topic_id in enumerate(self.topic_ids)}
         self._feature_names = None
-        self._vocabulary_get = counter.vocabulary_.get if counter is not None else None
+        # Token -> feature column + 1: every value is truthy, so ``filter(None, ...)`` drops
+        # stop words and unknown tokens in C (:meth:`counts`).
+        self._vocabulary_get = (
+            {token: column + 1 for token, column in counter.vocabulary_.items()}.get
+            if counter is not None
+            else None
+        )
 
     def __repr__(self):
         return f"<TopicClassifier {len(self.topic_ids)} topics>"
@@ -404,11 +410,12 @@ class TopicClassifier:
         indices: list[int] = []
         indptr = [0]
         for text in texts:
-            found = map(vocabulary_get, text.translate(separators).split())
-            indices.extend([index for index in found if index is not None])
+            indices.extend(filter(None, map(vocabulary_get, text.translate(separators).split())))
             indptr.append(len(indices))
+        columns = np.array(indices, dtype=np.int32)
+        columns -= 1
         counts = sp.csr_array(
-            (np.ones(len(indices), dtype=np.float32), indices, indptr),
+            (np.ones(len(columns), dtype=np.float32), columns, np.array(indptr, dtype=np.int32)),
             shape=(len(texts), len(self.counter.vocabulary_)),
         )
         counts.sum_duplicates()

@@ -51,7 +51,7 @@ from .classifier import (
     classifier_settings,
     paper_text,
 )
-from .rules import Rule, RuleIndex, RuleSyntaxError, compile_rule, rule_index
+from .rules import LiteralIndex, Rule, RuleIndex, RuleSyntaxError, compile_rule, rule_index
 from .semantic import SemanticModel, semantic_active
 
 __all__ = [
@@ -69,9 +69,11 @@ logger = logging.getLogger(__name__)
 
 TAG_BATCH_SIZE = 1000
 TAG_CHUNK_SIZE = 1000
-# With this many keyword rules or more, tagging looks rules up by the words of a paper instead
-# of trying every rule on every paper (:class:`~topics.tagging.rules.RuleIndex`).
+# With this many keyword rules or more, tagging looks rules up by the words of a paper
+# (:class:`~topics.tagging.rules.RuleIndex`); with fewer, by the literals their terms need
+# (:class:`~topics.tagging.rules.LiteralIndex`), instead of trying every rule on every paper.
 RULE_INDEX_MIN_RULES = 64
+LITERAL_INDEX_MIN_RULES = 1
 
 MACHINE_SOURCES = (
     Assignment.Source.RULE,
@@ -117,7 +119,7 @@ class _Tagger:
     classifier: TopicClassifier | None
     review_margin: float
     history: bool
-    rule_index: RuleIndex | None = None
+    rule_index: RuleIndex | LiteralIndex | None = None
     # Category pk -> positions in ``rules`` of the rules restricted to categories that include
     # it; and the positions of rules open to every category. A paper tries only the rules of
     # its categories (an archive taxonomy has a category rule per topic: one or two apply).
@@ -187,10 +189,12 @@ def _tagger() -> _Tagger:
     }
     classifier = classifier_active()
     keyword_rules = sum(not topic_rule.rule.is_empty for topic_rule in rules)
+    # Positions in either index are positions in ``rules``.
     index = None
     if keyword_rules >= RULE_INDEX_MIN_RULES:
-        # Positions in the index are positions in ``rules``.
         index = rule_index(tuple(topic_rule.rule for topic_rule in rules))
+    elif keyword_rules >= LITERAL_INDEX_MIN_RULES:
+        index = LiteralIndex.build([topic_rule.rule for topic_rule in rules])
     rules_by_category: dict[int, list[int]] = defaultdict(list)
     for position, topic_rule in enumerate(rules):
         for category_id in topic_rule.category_ids:

@@ -269,6 +269,25 @@ def _build(node: _Node) -> Callable[[str], bool]:
     return lambda text: any(part(text) for part in parts)
 
 
+def _needs(node: _Node) -> frozenset[str] | None:
+    """Literals of which any text ``node`` matches holds one as a substring (every term's
+    pattern starts with its literal): a term's own; any of an OR's children's, if each has
+    some; the fewest of an AND's children's; ``None`` for a negation, which a text matches by
+    lacking its words."""
+    kind = node[0]
+    if kind == "term":
+        return frozenset((node[2],)) if node[2] else None
+    if kind == "not":
+        return None
+    needed = [_needs(child) for child in node[1]]
+    if kind == "or":
+        if any(literals is None for literals in needed):
+            return None
+        return frozenset().union(*needed)
+    known = [literals for literals in needed if literals is not None]
+    return min(known, key=len) if known else None
+
+
 class Rule:
     """A compiled keyword query. Build with :func:`compile_rule`.
 
@@ -276,11 +295,14 @@ class Rule:
     text (the topic then filters by categories only).
     """
 
-    __slots__ = ("query", "is_empty", "_match")
+    __slots__ = ("query", "is_empty", "needs", "_match")
 
     def __init__(self, query: str, tree: _Node | None):
         self.query = query
         self.is_empty = tree is None
+        # Folded literals of which a text the query matches holds at least one as a
+        # substring; None when no literal is needed (a blank query, or a negation).
+        self.needs: frozenset[str] | None = None if tree is None else _needs(tree)
         self._match = (lambda text: True) if tree is None else _build(tree)
 
     def matches(self, text: str) -> bool:
@@ -426,6 +448,41 @@ class RuleIndex:
             for position, term_runs in self.by_word[word]:
                 if term_runs <= runs:
                     positions.add(position)
+        return positions
+
+
+@dataclass(frozen=True)
+class LiteralIndex:
+    """Rules by the literals they need (:attr:`Rule.needs`), for a tagger with few rules:
+    one substring test per distinct literal (in C) tells which rules a paper may match, where
+    trying each rule costs a Python call per term. Positions are positions in the list the
+    index was built from; ``always``: rules needing no literal (blank queries, negations).
+    Build with :meth:`build`."""
+
+    literals: tuple[tuple[str, tuple[int, ...]], ...]
+    always: frozenset[int]
+
+    @classmethod
+    def build(cls, rules: Sequence[Rule]) -> LiteralIndex:
+        by_literal: dict[str, list[int]] = defaultdict(list)
+        always = set()
+        for position, rule in enumerate(rules):
+            if rule.needs is None:
+                always.add(position)
+            for literal in rule.needs or ():
+                by_literal[literal].append(position)
+        return cls(
+            literals=tuple((literal, tuple(found)) for literal, found in by_literal.items()),
+            always=frozenset(always),
+        )
+
+    def candidates(self, folded: str) -> set[int]:
+        """Positions of the rules that may match the folded text (a superset of those that
+        do)."""
+        positions = set(self.always)
+        for literal, found in self.literals:
+            if literal in folded:
+                positions.update(found)
         return positions
 
 

@@ -720,8 +720,8 @@ def test_queries_do_not_grow_with_the_number_of_papers_with_the_classifier(categ
 
 
 def test_the_rule_index_finds_what_trying_every_rule_finds(categories, monkeypatch):
-    """With many keyword rules tagging looks rules up by the papers' words: the same
-    assignments as trying every rule on every paper."""
+    """With many keyword rules tagging looks rules up by the papers' words, with few by the
+    literals their terms need: the same assignments as trying every rule on every paper."""
     call_command("import_openalex_topics", "--field", "Computer Science", stdout=StringIO())
     for name, query in [
         ("Hyphens", '"self-improving agents" OR "part-of-speech tagging"'),
@@ -744,16 +744,21 @@ def test_the_rule_index_finds_what_trying_every_rule_finds(categories, monkeypat
     paper_ids = [paper.pk for paper in papers]
 
     monkeypatch.setattr(engine, "RULE_INDEX_MIN_RULES", 10**9)
+    monkeypatch.setattr(engine, "LITERAL_INDEX_MIN_RULES", 10**9)
     assert engine._tagger().rule_index is None
     papers_tag(paper_ids=paper_ids)
     every_rule = pairs()
-    Assignment.objects.all().delete()
 
-    monkeypatch.setattr(engine, "RULE_INDEX_MIN_RULES", 1)
-    assert engine._tagger().rule_index is not None
-    papers_tag(paper_ids=paper_ids)
-
-    assert pairs() == every_rule
+    for minimum, literal_minimum, kind in [
+        (10**9, 1, engine.LiteralIndex),
+        (1, 1, engine.RuleIndex),
+    ]:
+        Assignment.objects.all().delete()
+        monkeypatch.setattr(engine, "RULE_INDEX_MIN_RULES", minimum)
+        monkeypatch.setattr(engine, "LITERAL_INDEX_MIN_RULES", literal_minimum)
+        assert isinstance(engine._tagger().rule_index, kind)
+        papers_tag(paper_ids=paper_ids)
+        assert pairs() == every_rule, kind
     names = {name for _, name in every_rule}
     assert {"Hyphens", "Punctuation", "Prefix", "Negation", "Both", "Unicode"} <= names
     assert len(names) >= 10  # OpenAlex topics matched too

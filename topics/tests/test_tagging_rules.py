@@ -3,7 +3,7 @@ the word runs the rule index files a rule under."""
 
 import pytest
 
-from topics.tagging.rules import RuleSyntaxError, compile_rule, fold, rule_terms
+from topics.tagging.rules import LiteralIndex, RuleSyntaxError, compile_rule, fold, rule_terms
 
 TITLE = "Training LLM Agents with Reinforcement Learning"
 ABSTRACT = (
@@ -243,3 +243,54 @@ def test_reasonable_nesting_still_parses():
 def test_rule_terms_are_the_word_runs_every_match_contains(query, expected):
     terms = rule_terms(query)
     assert terms == (None if expected is None else tuple(frozenset(t) for t in expected))
+
+
+@pytest.mark.parametrize(
+    ("query", "needs"),
+    [
+        ("agents", {"agents"}),
+        ('"GUI agent" OR RLVR', {"gui", "rlvr"}),
+        ("agent*", {"agent"}),
+        ("language models", {"language"}),  # AND: the fewest literals of a child
+        ("(a OR b) c", {"c"}),
+        ("-agents", None),  # a negation matches by lacking its words
+        ("agents OR -physics", None),
+        ("agents -physics", {"agents"}),
+        ("Straße", {"strasse"}),
+        ("", None),
+    ],
+)
+def test_a_rule_needs_one_of_its_literals(query, needs):
+    rule = compile_rule(query)
+    assert rule.needs == (None if needs is None else frozenset(needs))
+
+
+def test_the_literal_index_never_drops_a_rule_that_matches():
+    queries = [
+        "agents",
+        '"GUI agent" OR "GUI agents" OR RLVR',
+        "agent* -physics",
+        '(language OR vision) "reward model"',
+        "NOT physics",
+        "",
+        '"c++" OR gpt-4',
+    ]
+    rules = [compile_rule(query) for query in queries]
+    index = LiteralIndex.build(rules)
+    texts = [
+        "",
+        "gui agents for the web",
+        "a reward model for vision agents",
+        "agentic physics",
+        "self-improving agents write c++ with gpt-4",
+        "flux vacua",
+        "rlvr",
+    ]
+    for text in texts:
+        folded = fold(text)
+        matching = {position for position, rule in enumerate(rules) if rule.matches(text)}
+        candidates = index.candidates(folded)
+        assert matching <= candidates, text
+        # Rules needing no literal are always tried; the others only when one is there.
+        assert {4, 5} <= candidates
+    assert index.candidates(fold("flux vacua")) == {4, 5}
