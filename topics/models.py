@@ -95,8 +95,15 @@ class Assignment(TimeStampedModel):
         PENDING = "pending", "Pending review"
         REJECTED = "rejected", "Rejected"
 
-    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="assignments")
-    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="assignments")
+    # No single-column indexes: ``unique_paper_topic`` leads with the paper and
+    # ``assignment_topic_state_idx`` with the topic, so two more would only slow every write
+    # (tagging inserts thousands of assignments a second).
+    paper = models.ForeignKey(
+        Paper, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
+    topic = models.ForeignKey(
+        Topic, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
     source = models.CharField(max_length=16, choices=Source.choices)
     state = models.CharField(max_length=16, choices=State.choices, default=State.ACCEPTED)
     score = models.FloatField(null=True, blank=True)
@@ -118,7 +125,12 @@ class Assignment(TimeStampedModel):
     paper_live = models.BooleanField(default=True, db_default=True, editable=False)
 
     objects = AssignmentQuerySet.as_manager()
-    history = HistoricalRecords(excluded_fields=["submitted", "paper_live", "evidence"])
+    # The history is read by paper, by topic, by assignment and by date (the admin's
+    # tables); never by creation time or decider, so those columns go unindexed there.
+    history = HistoricalRecords(
+        excluded_fields=["submitted", "paper_live", "evidence"],
+        no_db_index=["created_at", "decided_by"],
+    )
 
     class Meta:
         ordering = ["topic", "paper"]
