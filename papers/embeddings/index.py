@@ -10,13 +10,23 @@ Writers (:class:`IndexWriter`, used by ``papers.embeddings.store.embed_papers``)
 the vectors of a committed batch and save the file atomically (a temporary file, then
 ``os.replace``) while holding a lock: a PostgreSQL advisory lock (a file lock on SQLite), so two
 workers never write over each other's additions. A writer keeps the index it last saved in
-memory and loads the file again only when another writer has replaced it since.
+memory and loads the file again only when another writer has replaced it since; without a
+file (or with a damaged one) it starts from every stored vector, not from nothing.
+
+The file converges to the table without an operator. A batch whose vectors committed but
+whose save was lost (the worker killed in between, a full disk) is found two ways:
+``embed_papers`` asks :meth:`IndexWriter.lacking` which of its own up-to-date papers the file
+lacks and adds their stored vectors (no encoding, no query when none), so the task's
+redelivery repairs it; and :meth:`IndexWriter.reconcile` (beat, ``manage.py embed``) reads the
+rows embedded since a watermark kept beside the file, adds or replaces the vectors that differ,
+and removes papers now of another model or without a row.
 
 Readers (:func:`nearest`) open the file with ``view=True``: memory-mapped, read-only, shared
 through the page cache by every web process instead of copied into each. They look at the
 file's identity (inode, size, mtime) at most every :data:`REOPEN_CHECK_SECONDS` and re-open it
-when a writer has replaced it. Withdrawn and deleted papers stay in the file and are filtered
-out through the database at query time (the search asks for more than ``k``).
+when a writer has replaced it. Withdrawn papers stay in the file and are filtered out through
+the database at query time (the search asks for more than ``k``), as are deleted ones until a
+reconcile removes them.
 
 Without a file (nothing embedded yet with this model, or a fresh checkout) :func:`nearest`
 falls back to exact search with numpy over the vectors in PostgreSQL (cached in the process
