@@ -92,6 +92,31 @@ def embed_papers(paper_ids: list[int]) -> int:
         return 0
 
 
+@shared_task(name="papers.tasks.embed_index_reconcile", ignore_result=True)
+def embed_index_reconcile() -> None:
+    """Reconcile the current model's index file with PostgreSQL
+    (``papers.embeddings.index.IndexWriter.reconcile``): add the stored vectors it lacks,
+    drop the ones gone, reading only the rows embedded since its last reconcile. Beat sends
+    it every ten minutes (migration ``0013_embed_index_reconcile_schedule``); queue ``embed``.
+    One at a time through the index's write lock (a second run waits, then finds little to
+    read). Without the model files it logs at info level and does nothing."""
+    from .embeddings.encoder import EncoderUnavailable, get_encoder
+    from .embeddings.index import index_writer
+
+    try:
+        encoder = get_encoder()
+    except EncoderUnavailable as missing:
+        logger.info("vector index not reconciled: %s", missing)
+        return
+    summary = index_writer(encoder.model_id, encoder.dimension).reconcile()
+    if summary.added or summary.removed:
+        logger.warning(
+            "vector index was behind PostgreSQL: %d vectors added, %d removed",
+            summary.added,
+            summary.removed,
+        )
+
+
 @shared_task(name="papers.tasks.duplicates_detect", ignore_result=True)
 def duplicates_detect(paper_ids: list[int]) -> None:
     """Link the stored papers ``paper_ids`` (pks; gone ones are skipped) to their

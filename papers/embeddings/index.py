@@ -10,13 +10,23 @@ Writers (:class:`IndexWriter`, used by ``papers.embeddings.store.embed_papers``)
 the vectors of a committed batch and save the file atomically (a temporary file, then
 ``os.replace``) while holding a lock: a PostgreSQL advisory lock (a file lock on SQLite), so two
 workers never write over each other's additions. A writer keeps the index it last saved in
-memory and loads the file again only when another writer has replaced it since.
+memory and loads the file again only when another writer has replaced it since; without a
+file (or with a damaged one) it starts from every stored vector, not from nothing.
+
+The file converges to the table without an operator. A batch whose vectors committed but
+whose save was lost (the worker killed in between, a full disk) is found two ways:
+``embed_papers`` asks :meth:`IndexWriter.lacking` which of its own up-to-date papers the file
+lacks and adds their stored vectors (no encoding, no query when none), so the task's
+redelivery repairs it; and :meth:`IndexWriter.reconcile` (beat, ``manage.py embed``) reads the
+rows embedded since a watermark kept beside the file, adds or replaces the vectors that differ,
+and removes papers now of another model or without a row.
 
 Readers (:func:`nearest`) open the file with ``view=True``: memory-mapped, read-only, shared
 through the page cache by every web process instead of copied into each. They look at the
 file's identity (inode, size, mtime) at most every :data:`REOPEN_CHECK_SECONDS` and re-open it
-when a writer has replaced it. Withdrawn and deleted papers stay in the file and are filtered
-out through the database at query time (the search asks for more than ``k``).
+when a writer has replaced it. Withdrawn papers stay in the file and are filtered out through
+the database at query time (the search asks for more than ``k``), as are deleted ones until a
+reconcile removes them.
 
 Without a file (nothing embedded yet with this model, or a fresh checkout) :func:`nearest`
 falls back to exact search with numpy over the vectors in PostgreSQL (cached in the process
@@ -29,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import re
@@ -37,12 +48,14 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Max, QuerySet
+from django.utils import timezone
 from usearch.index import Index
 
 from papers.models import Paper, PaperEmbedding
@@ -64,8 +77,17 @@ INDEX_DTYPE = "f16"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
-# Rows read from PostgreSQL at a time when rebuilding.
+# Rows read from PostgreSQL at a time when rebuilding or reconciling.
 REBUILD_CHUNK = 10_000
+# How far behind its start a reconcile sets the watermark: a row's ``embedded_at`` is the
+# writing process's clock before its transaction commits, so a row committed just after the
+# reconcile read the table can carry an earlier time. Each reconcile reads this window again;
+# it covers a batch's transaction and clocks of two hosts that disagree by less.
+RECONCILE_SLACK = timedelta(minutes=10)
+# A stored float32 vector and the file's half-precision copy of it differ by rounding only
+# (at most 2^-11 of a component, and components of a unit vector are below 1): more than this
+# is another vector (a re-embedded text whose new vector missed the file).
+SAME_VECTOR_TOLERANCE = 2e-3
 
 
 def index_path(model: str) -> Path:
@@ -146,12 +168,15 @@ class IndexWriter:
 
     def _current(self) -> Index:
         """The index as the file holds it now (called under the lock): the copy in memory
-        when this writer saved the file last, else the file loaded again, else a new index."""
+        when this writer saved the file last, else the file loaded again, else (no file) one
+        built from the stored vectors."""
         identity = _file_identity(self.path)
         if self._index is not None and identity == self._identity:
             return self._index
         if identity is None:
-            index = _new_index(self.dimension)
+            # As for a damaged file: a new file holding only the next batch would hide every
+            # paper embedded before it (readers search the file once there is one).
+            index = self._from_database()
         else:
             try:
                 index = Index.restore(str(self.path), view=False)
@@ -212,12 +237,169 @@ class IndexWriter:
     def rebuild(self) -> int:
         """Build the file again from every ``PaperEmbedding`` row of the model (PostgreSQL is
         the source of truth), read :data:`REBUILD_CHUNK` rows at a time, and replace the file
-        atomically under the write lock. Returns the number of vectors indexed."""
+        atomically under the write lock; the watermark (:meth:`reconcile`) moves to the
+        rebuild's start. Returns the number of vectors indexed."""
         with _write_lock(self.path):
+            started = timezone.now()
             index = self._from_database()
             self._index = index
             self._save(index)
+            self._watermark_save(started - RECONCILE_SLACK)
             return len(index)
+
+    def lacking(self, paper_ids: Iterable[int]) -> list[int]:
+        """The ids among ``paper_ids`` that the file holds no vector of (all of them without
+        a file), in their order: what a caller whose vectors are stored already passes to
+        :meth:`update` again (the run that stored them died, or its update failed, before the
+        file was saved). Reads the file memory-mapped, as the web processes do, without the
+        lock: a file another writer is replacing answers as before it, and an id found
+        lacking is only added again. No query."""
+        ids = np.fromiter(dict.fromkeys(paper_ids), dtype=np.uint64)
+        if not len(ids):
+            return []
+        index = _open_index(self.path)
+        if index is None or index.ndim != self.dimension:
+            return [int(key) for key in ids]
+        held = np.asarray(index.contains(ids), dtype=bool).reshape(-1)
+        return [int(key) for key in ids[~held]]
+
+    def reconcile(self) -> ReconcileSummary:
+        """Bring the file in step with PostgreSQL without encoding anything, under the write
+        lock, reading only what changed since the last reconcile.
+
+        The file records how far it is known to agree with the table: a watermark beside it
+        (``<file>.state.json``), a time such that every row of this model embedded at or
+        before it is in the file with its vector. A reconcile reads the rows embedded after
+        the watermark (every row when there is none: the first reconcile of a file), adds
+        those of this model that the file lacks or holds another vector of, removes the
+        papers whose row now holds another model's vector, then compares the file's size
+        with the model's row count and, only when the file holds more, removes the keys of
+        rows that are gone (deleted papers: their rows went with them). The file is saved
+        when something changed; the watermark then moves to the reconcile's start less
+        :data:`RECONCILE_SLACK` (never back). Killed in between, the old watermark stays,
+        which only means reading more next time.
+
+        Returns a :class:`ReconcileSummary`. Queries: the changed rows (in chunks of
+        :data:`REBUILD_CHUNK`), one count, and the model's ids when the file holds more
+        than the table. Raises what saving the file raises (OSError); the watermark then
+        stays where it was.
+        """
+        with _write_lock(self.path):
+            started = timezone.now()
+            index = self._current()
+            watermark = self._watermark()
+            rows = PaperEmbedding.objects.all()
+            if watermark is not None:
+                rows = rows.filter(embedded_at__gt=watermark)
+            rows = rows.order_by("paper_id").values_list("paper_id", "model", "dimension", "vector")
+            checked = added = removed = 0
+            chunk: list[tuple] = []
+            for row in rows.iterator(chunk_size=REBUILD_CHUNK):
+                chunk.append(row)
+                if len(chunk) == REBUILD_CHUNK:
+                    more, fewer = self._reconcile_rows(index, chunk)
+                    checked, added, removed = checked + len(chunk), added + more, removed + fewer
+                    chunk = []
+            if chunk:
+                more, fewer = self._reconcile_rows(index, chunk)
+                checked, added, removed = checked + len(chunk), added + more, removed + fewer
+            stored = PaperEmbedding.objects.filter(
+                model=self.model, dimension=self.dimension
+            ).count()
+            if len(index) > stored:
+                removed += self._remove_gone(index)
+            # Without a file, _current() built the index from the table: save it too.
+            if added or removed or _file_identity(self.path) is None:
+                self._save(index)
+            self._watermark_save(started - RECONCILE_SLACK, previous=watermark)
+            return ReconcileSummary(
+                checked=checked, added=added, removed=removed, vectors=len(index)
+            )
+
+    def _reconcile_rows(self, index: Index, rows: list[tuple]) -> tuple[int, int]:
+        """Add or replace the vectors among ``rows`` (paper id, model, dimension, bytes) of
+        this model that ``index`` lacks or holds another vector of; remove those of other
+        models. Returns (added, removed)."""
+        ours = [
+            (paper_id, vector_from_bytes(data))
+            for paper_id, model, dimension, data in rows
+            if model == self.model and dimension == self.dimension
+        ]
+        others = np.array(
+            [
+                paper_id
+                for paper_id, model, dimension, _ in rows
+                if model != self.model or dimension != self.dimension
+            ],
+            dtype=np.uint64,
+        )
+        removed = 0
+        if len(others):
+            held = others[np.asarray(index.contains(others), dtype=bool).reshape(-1)]
+            if len(held):
+                index.remove(held)
+                removed = len(held)
+        if not ours:
+            return 0, removed
+        ids = np.array([paper_id for paper_id, _ in ours], dtype=np.uint64)
+        matrix = np.vstack([vector for _, vector in ours])
+        differ = ~_holds(index, ids, matrix)
+        if differ.any():
+            present = differ & np.asarray(index.contains(ids), dtype=bool).reshape(-1)
+            if present.any():
+                index.remove(ids[present])
+            index.add(ids[differ], matrix[differ])
+        return int(differ.sum()), removed
+
+    def _remove_gone(self, index: Index) -> int:
+        """Remove from ``index`` the keys with no row of this model (one query for the ids)."""
+        stored = np.fromiter(
+            PaperEmbedding.objects.filter(model=self.model, dimension=self.dimension)
+            .values_list("paper_id", flat=True)
+            .iterator(chunk_size=REBUILD_CHUNK),
+            dtype=np.uint64,
+        )
+        keys = np.asarray(index.keys[0 : len(index)], dtype=np.uint64)
+        gone = np.setdiff1d(keys, stored, assume_unique=True)
+        if len(gone):
+            index.remove(gone)
+        return len(gone)
+
+    def _watermark_path(self) -> Path:
+        return self.path.with_suffix(".state.json")
+
+    def _watermark(self) -> datetime | None:
+        """The time up to which the file is known to hold every stored vector of the model,
+        or None (no reconcile or rebuild recorded one, or the record is unreadable)."""
+        try:
+            state = json.loads(self._watermark_path().read_text())
+            return datetime.fromisoformat(state["watermark"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            logger.warning(
+                "vector index state %s is unreadable (%s); the next reconcile reads every row",
+                self._watermark_path(),
+                error,
+            )
+            return None
+
+    def _watermark_save(self, watermark: datetime, previous: datetime | None = None) -> None:
+        """Record ``watermark`` (never earlier than ``previous``) beside the file, atomically,
+        after the file it describes was saved."""
+        if previous is not None:
+            watermark = max(watermark, previous)
+        path = self._watermark_path()
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w") as out:
+                json.dump({"model": self.model, "watermark": watermark.isoformat()}, out)
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            raise
 
     def _from_database(self) -> Index:
         """A new index holding every stored vector of the model (called under the lock)."""
@@ -238,6 +420,29 @@ class IndexWriter:
         if ids:
             index.add(np.array(ids, dtype=np.uint64), np.vstack(vectors))
         return index
+
+
+def _holds(index: Index, ids: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """For each of ``ids`` (uint64), whether ``index`` holds the vector in the same row of
+    ``matrix`` (float32, shape (len(ids), dimension)), up to half-precision rounding."""
+    held = np.asarray(index.contains(ids), dtype=bool).reshape(-1)
+    same = np.zeros(len(ids), dtype=bool)
+    if held.any():
+        stored = np.vstack(index.get(ids[held], dtype=np.float32)).reshape(-1, matrix.shape[1])
+        same[held] = np.abs(stored - matrix[held]).max(axis=1) <= SAME_VECTOR_TOLERANCE
+    return same
+
+
+@dataclass(frozen=True)
+class ReconcileSummary:
+    """What :meth:`IndexWriter.reconcile` did: rows ``checked`` (embedded since the
+    watermark), vectors ``added`` (lacking or different in the file), keys ``removed``
+    (another model's vector now, or no row), and the ``vectors`` the file holds."""
+
+    checked: int
+    added: int
+    removed: int
+    vectors: int
 
 
 _writers: dict[tuple[str, int, Path], IndexWriter] = {}

@@ -15,7 +15,7 @@ from topicsite.signals import content_changed_on_commit
 
 from .encoder import Encoder, get_encoder, paper_text, text_sha256
 from .index import index_writer
-from .vectors import vector_to_bytes
+from .vectors import load_vectors, vector_to_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,14 @@ def embed_papers(
     (``papers.embeddings.index``) in one save, unless ``update_index`` is False (a backfill
     that rebuilds the file at its end). After the last
     batch commits, ``papers.signals.papers_embedded`` is sent with the embedded ids.
+
+    The same save adds the stored vectors of the current model, among ``paper_ids``, that
+    were up to date but missing from the index file (``IndexWriter.lacking``: a run that
+    stored them was killed, or its index update failed, before the file was saved), so
+    running the same papers again repairs the file without encoding them. That check looks
+    only at these ids: no query when the file holds them all, one for the vectors otherwise.
+    A vector stored but replaced in the file by nothing newer (a changed text whose update
+    was lost) is found by ``IndexWriter.reconcile`` instead.
 
     ``replace_other_models=False`` leaves papers whose vector is of another model as they are
     (``manage.py embed`` without ``--all``: a model change is re-embedded when asked for).
@@ -75,6 +83,7 @@ def embed_papers(
         )
     }
     pending: list[tuple[int, str, str]] = []
+    stored_ids: list[int] = []  # up to date: their vectors should be in the file already
     for paper_id in ids:
         if paper_id not in texts:
             continue
@@ -85,15 +94,17 @@ def embed_papers(
             continue
         if stored != (encoder.model_id, digest):
             pending.append((paper_id, text, digest))
+        else:
+            stored_ids.append(paper_id)
     pending = pending[:limit] if limit is not None else pending
     embedded: dict[int, object] = {}
     try:
         _encode_and_store(encoder, pending, batch_size, embedded, progress)
     finally:
         # The batches that committed, whatever happened to a later one, go into the index
-        # file in one save (a save rewrites the whole file).
-        if update_index and embedded:
-            _index_update(encoder, embedded)
+        # file in one save (a save rewrites the whole file), with the stored vectors it lacks.
+        if update_index:
+            _index_update(encoder, embedded, stored_ids)
     if embedded:
         ids_embedded = list(embedded)
         transaction.on_commit(lambda: papers_embedded.send(sender=Paper, paper_ids=ids_embedded))
@@ -102,17 +113,30 @@ def embed_papers(
     return len(embedded)
 
 
-def _index_update(encoder: Encoder, vectors: dict) -> None:
-    """Add ``vectors`` to the index file. The file is derived from PostgreSQL, where they are
-    stored already: a failure to write it (a full disk, a broken transaction of the caller)
-    is logged with the command that rebuilds it, and neither undoes the rows nor hides the
-    error that may be on its way."""
+def _index_update(encoder: Encoder, embedded: dict, stored_ids: list[int]) -> None:
+    """Add the ``embedded`` vectors to the index file, with the stored vectors of
+    ``stored_ids`` that it lacks; no save when there is nothing to add. The file is derived
+    from PostgreSQL, where they are stored already: a failure to write it (a full disk, a
+    broken transaction of the caller) is logged, and neither undoes the rows nor hides the
+    error that may be on its way. The next run of these papers, or the periodic reconcile,
+    adds them."""
+    vectors = dict(embedded)
     try:
-        index_writer(encoder.model_id, encoder.dimension).update(vectors)
+        writer = index_writer(encoder.model_id, encoder.dimension)
+        lacking = writer.lacking(stored_ids)
+        if lacking:
+            restored = load_vectors(lacking, model=encoder.model_id)
+            logger.warning(
+                "%d stored vectors were missing from the index file; adding them", len(restored)
+            )
+            vectors.update(restored)
+        if vectors:
+            writer.update(vectors)
     except Exception:
         logger.exception(
-            "%d vectors stored but not added to the index file; rebuild it with "
-            "`manage.py embed --rebuild-index`",
+            "%d vectors stored but not added to the index file; the next embedding of these "
+            "papers or the periodic reconcile adds them (now: `manage.py embed "
+            "--reconcile-index`; from scratch: `manage.py embed --rebuild-index`)",
             len(vectors),
         )
 

@@ -1,5 +1,6 @@
 """``manage.py embed``: embed every paper that has no vector yet or whose title or abstract
-changed, newest first; ``--rebuild-index`` rebuilds the nearest-neighbour index file."""
+changed, newest first, then reconcile the nearest-neighbour index file with PostgreSQL;
+``--reconcile-index`` only reconciles it, ``--rebuild-index`` rebuilds it."""
 
 import argparse
 import time
@@ -35,13 +36,15 @@ def _positive(text: str) -> int:
 class Command(BaseCommand):
     """Resumable: papers whose stored vector was made by the current model from the same text
     (same SHA-256) are skipped, so an interrupted run is continued by running it again.
+    Skipped papers missing from the index file are added to it from their stored vectors, and
+    the run ends with ``IndexWriter.reconcile`` (rows embedded since the file's watermark).
     Raises CommandError, in one line, when the model files are missing (naming them and how to
     install them; ``--skip-missing-model`` makes that a warning) and for a malformed number."""
 
     help = (
         "Embed papers without a vector or with a changed title or abstract, newest first "
-        "(--all: also re-embed vectors of another model); --rebuild-index: rebuild the index "
-        "file from PostgreSQL."
+        "(--all: also re-embed vectors of another model), then reconcile the index file; "
+        "--reconcile-index: only reconcile it; --rebuild-index: rebuild it from PostgreSQL."
     )
 
     def add_arguments(self, parser):
@@ -66,9 +69,27 @@ class Command(BaseCommand):
             action="store_true",
             help="Only rebuild the current model's index file from the vectors in PostgreSQL.",
         )
+        parser.add_argument(
+            "--reconcile-index",
+            action="store_true",
+            help=(
+                "Only reconcile the current model's index file with PostgreSQL: add the "
+                "vectors it lacks and drop the ones gone, reading the rows embedded since "
+                "its last reconcile (no encoding)."
+            ),
+        )
 
     def handle(
-        self, *args, all, limit, batch_size, skip_missing_model, rebuild_index, verbosity, **options
+        self,
+        *args,
+        all,
+        limit,
+        batch_size,
+        skip_missing_model,
+        rebuild_index,
+        reconcile_index,
+        verbosity,
+        **options,
     ):
         try:
             encoder = get_encoder()
@@ -91,6 +112,9 @@ class Command(BaseCommand):
                 f"Rebuilt {index_path(encoder.model_id)}: {count} vectors of {encoder.model_id} "
                 f"in {time.monotonic() - started:.1f} s."
             )
+            return
+        if reconcile_index:
+            self._reconcile(encoder)
             return
         papers = Paper.objects.all()
         todo = Paper.objects.filter(embedding__isnull=True)
@@ -137,6 +161,16 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Embedded {embedded} papers ({checked} checked) with {encoder.model_id} in "
             f"{seconds:.1f} s: {rate:.1f} papers/s. Papers without a vector of this model: {left}."
+        )
+        self._reconcile(encoder)
+
+    def _reconcile(self, encoder) -> None:
+        started = time.monotonic()
+        summary = index_writer(encoder.model_id, encoder.dimension).reconcile()
+        self.stdout.write(
+            f"Reconciled {index_path(encoder.model_id)}: {summary.checked} rows checked, "
+            f"{summary.added} vectors added, {summary.removed} removed, {summary.vectors} in "
+            f"the file, in {time.monotonic() - started:.1f} s."
         )
 
     def _embed(self, chunk, encoder, batch_size, all, limit, done, bar) -> int:
