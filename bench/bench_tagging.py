@@ -28,8 +28,11 @@ vectors stored (rules + classifier + semantic similarity).
    many Celery worker processes on the ``tag`` queue would), timed from start to the last one
    done.
 
-Prints topics (with a rule, with a model), papers/s per run, assignments written, the load
-average (other work on the machine slows every figure), and the ratios rules + classifier /
+Prints topics (with a rule, with a model), papers/s per run (wall clock) and per CPU second of
+the tagging processes (user + system, threads and forked children included; PostgreSQL's own
+work is not in it: what the rate would be with a core to itself for the Python, while the
+server keeps up), assignments written, the load average (other work on the machine slows
+every wall-clock figure), and the ratios rules + classifier /
 rules only and with / without history. Needs PostgreSQL only (no Redis: tasks run
 in-process).
 
@@ -208,9 +211,11 @@ def run(options) -> None:
         for workers in sorted({1, options.workers}):
             resampled.delete()
             for run_name in ("first run", "second run"):
+                cpu_before = _cpu_seconds()
                 started = time.perf_counter()
                 written = tag_in_processes(paper_ids, workers)
                 seconds = time.perf_counter() - started
+                cpu = _cpu_seconds() - cpu_before
                 rate = len(paper_ids) / seconds
                 if run_name == "first run":
                     first_rates.append(rate)
@@ -218,6 +223,7 @@ def run(options) -> None:
                     raise SystemExit(f"smoke: {label}, {run_name}: {written} assignments written")
                 print(
                     f"  {label:<36} {workers} proc. {run_name:<10} {rate:>8,.0f} papers/s  "
+                    f"{len(paper_ids) / cpu:>8,.0f} per CPU s  "
                     f"({written:,} assignments written in {seconds:.2f} s; "
                     f"load average {os.getloadavg()[0]:.1f})"
                 )
@@ -312,6 +318,17 @@ def profile_first_run(resampled, paper_ids: list[int]) -> None:
     print()
     print("Profile of one first run with vectors, one process (top 30 by own time):")
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(30)
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) this process, its threads and its reaped children have
+    used so far: the tagging processes' own work, whatever else runs on the machine (the
+    database server's is not in it)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def tag_in_processes(paper_ids: list[int], workers: int) -> int:
