@@ -121,11 +121,13 @@ class Paper(TimeStampedModel):
     report_no = models.CharField(max_length=255, blank=True)
     license = models.CharField(max_length=255, blank=True)
     submitter = models.CharField(max_length=255, blank=True)
+    # No index of its own: paper_category_newest_idx (Meta.indexes) leads with it.
     primary_category = models.ForeignKey(
-        Category, on_delete=models.PROTECT, related_name="primary_papers"
+        Category, on_delete=models.PROTECT, related_name="primary_papers", db_index=False
     )
     cross_lists = models.ManyToManyField(Category, related_name="cross_listed_papers", blank=True)
-    submitted = models.DateField(db_index=True)
+    # Indexed by paper_newest_idx (submitted, id) and paper_live_submitted_idx (Meta.indexes).
+    submitted = models.DateField()
     updated = models.DateField(null=True, blank=True)
     announced = models.DateField(null=True, blank=True)
     withdrawn = models.BooleanField(default=False, db_index=True)
@@ -213,7 +215,10 @@ class Paper(TimeStampedModel):
 class PaperVersion(models.Model):
     """A version of a paper (``number`` 1 is v1); ``submitted`` is when arXiv received it."""
 
-    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="versions")
+    # No index of its own: unique_paper_version (paper, number) leads with it.
+    paper = models.ForeignKey(
+        Paper, on_delete=models.CASCADE, related_name="versions", db_index=False
+    )
     number = models.PositiveSmallIntegerField()
     submitted = models.DateTimeField(null=True, blank=True)
     size_kb = models.PositiveIntegerField(null=True, blank=True)
@@ -298,7 +303,10 @@ class Affiliation(models.Model):
 class Authorship(models.Model):
     """An author's place (``position``, 0-based) on a paper, with the affiliations given there."""
 
-    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="authorships")
+    # No index of its own: unique_author_position (paper, position) leads with it.
+    paper = models.ForeignKey(
+        Paper, on_delete=models.CASCADE, related_name="authorships", db_index=False
+    )
     author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="authorships")
     position = models.PositiveIntegerField()
     name_raw = models.TextField(
@@ -326,7 +334,10 @@ class PaperAffiliation(models.Model):
     per paper (the reference page).
     """
 
-    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="paper_affiliations")
+    # No index of its own: both unique constraints lead with it.
+    paper = models.ForeignKey(
+        Paper, on_delete=models.CASCADE, related_name="paper_affiliations", db_index=False
+    )
     affiliation = models.ForeignKey(Affiliation, on_delete=models.PROTECT, related_name="+")
     position = models.PositiveIntegerField()
 

@@ -11,7 +11,9 @@ of a paper (``merge.paper_state_merge``: the newer version wins, an older report
 overwrites), the same reading of what is stored (``write.paper_states_load``). Only the
 writing differs: on PostgreSQL :func:`papers.ingest.postgres.plans_write_copy` writes each
 batch set-based with binary ``COPY``; elsewhere (SQLite) the ORM writer
-``write.plans_write`` is used. While one batch is written, a thread parses the next one.
+``write.plans_write`` is used. While one batch is written, the next ones are parsed and
+validated in a pool of worker processes (pure Python per line: in threads they would take
+turns with the writing), handed back in file order.
 
 After each committed batch ``papers.signals.papers_stored`` announces the papers created or
 changed in it (so tagging follows in batches on the ``tag`` queue), unless ``tag=False``.
@@ -23,9 +25,13 @@ import gc
 import gzip
 import io
 import logging
+import multiprocessing
+import os
 import queue
+import signal
 import threading
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,6 +56,7 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "SnapshotImportError",
     "SnapshotImportSummary",
+    "default_workers",
     "read_ahead",
     "snapshot_import",
 ]
@@ -109,11 +116,21 @@ class SnapshotImportError(Exception):
         super().__init__(message)
 
 
+def default_workers() -> int:
+    """Parsing processes :func:`snapshot_import` starts by default: one per CPU this process
+    may run on (the writing waits on the database most of the time)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def snapshot_import(
     *,
     path: str | Path,
     batch_size: int = DEFAULT_BATCH_SIZE,
     tag: bool = True,
+    workers: int | None = None,
     on_error: Callable[[ParseError], object] | None = None,
     on_batch: Callable[[SnapshotImportSummary], object] | None = None,
 ) -> SnapshotImportSummary:
@@ -129,12 +146,19 @@ def snapshot_import(
     - ``on_batch(summary)`` is called after each committed batch (progress reporting).
     - Unless ``tag`` is false, ``papers.signals.papers_stored`` is sent after each commit with
       the ids of the papers created or changed in the batch.
-    - While a batch is written, a thread reads and parses the next one (parsing is Python
-      work, writing mostly waiting on the database); at most two batches wait in memory.
+    - While a batch is written, a thread reads the next ones and ``workers`` processes
+      (default :func:`default_workers`; 0: the thread parses itself) parse and validate them,
+      a batch each, handed back in file order; at most ``workers + 2`` batches wait in memory.
+      Only the parent writes: a worker never touches the database, and its rejected lines
+      come back with their batch, named by line number as above. The import's transactions
+      commit without waiting for the WAL flush (``synchronous_commit = off``): a crash of the
+      server may lose the last batches reported committed, which importing the file again
+      writes (it is idempotent), and never leaves a batch half-written.
       Automatic garbage collection is paused during the import (the batches' many objects
       would set it off again and again) and run every ``COLLECT_EVERY`` lines instead.
 
-    Raises ``ValueError`` for a ``batch_size`` below 1, ``OSError`` when the file cannot be
+    Raises ``ValueError`` for a ``batch_size`` below 1 or negative ``workers``, ``OSError``
+    when the file cannot be
     opened, and :class:`SnapshotImportError` when reading stops part-way (a corrupt or
     truncated gzip stream: the lines read before it are stored first) or a batch cannot be
     written (database error: that batch is rolled back, the earlier ones stay). Returns a
@@ -142,15 +166,26 @@ def snapshot_import(
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    workers = default_workers() if workers is None else workers
+    if workers < 0:
+        raise ValueError(f"workers must be 0 or more, not {workers}")
     path = Path(path)
     source = str(path)
     summary = SnapshotImportSummary()
     writer = plans_write_copy if connection.vendor == "postgresql" else plans_write
     collected_at = 0
 
-    with path.open("rb") as raw, _garbage_collected_between_batches():
+    with (
+        path.open("rb") as raw,
+        _garbage_collected_between_batches(),
+        _parsing_pool(workers) as pool,
+    ):
         stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
-        batches = _parsed_batches(stream, raw, source=source, batch_size=batch_size)
+        chunks = _line_chunks(stream, raw, source=source, batch_size=batch_size)
+        if pool is None:
+            batches = (_parse(lines, source=source, bytes_read=read) for lines, read in chunks)
+        else:
+            batches = _parsed_in_pool(chunks, pool, source=source, ahead=workers)
         with read_ahead(batches) as parsed:
             for batch in _reraising(parsed, summary):
                 summary.lines += batch.lines
@@ -206,10 +241,11 @@ class _Batch:
     duplicates: int = 0
 
 
-def _parsed_batches(
+def _line_chunks(
     stream: io.BufferedIOBase, raw: io.BufferedReader, *, source: str, batch_size: int
-) -> Iterator[_Batch]:
-    """Read, parse and validate ``stream`` into batches of ``batch_size`` non-blank lines.
+) -> Iterator[tuple[list[tuple[int, bytes]], int]]:
+    """Read ``stream`` into chunks of ``batch_size`` non-blank lines: ``(lines, bytes_read)``,
+    ``lines`` as ``(line number, line)``, ``bytes_read`` the file position after them.
 
     Raises :class:`_ReadFailure` (after yielding the lines read before it) when the stream
     cannot be read on: a corrupt or truncated gzip member, an I/O error.
@@ -228,7 +264,7 @@ def _parsed_batches(
         except (OSError, EOFError, zlib.error) as error:
             failure = error
         if lines:
-            yield _parse(lines, source=source, bytes_read=raw.tell())
+            yield lines, raw.tell()
         if failure is not None:
             raise _ReadFailure(
                 f"{source}: cannot read on after line {last_line} (byte {raw.tell()} of the "
@@ -238,7 +274,75 @@ def _parsed_batches(
             return
 
 
+def _parsed_in_pool(
+    chunks: Iterator[tuple[list[tuple[int, bytes]], int]],
+    pool: multiprocessing.pool.Pool,
+    *,
+    source: str,
+    ahead: int,
+) -> Iterator[_Batch]:
+    """Parse ``chunks`` in ``pool``, ``ahead`` chunks beyond the one handed over at most, and
+    yield the batches in file order. A :class:`_ReadFailure` of ``chunks`` is raised after the
+    batches read before it; an error in a worker is raised here in its batch's place."""
+    pending: deque = deque()
+    failure: _ReadFailure | None = None
+    try:
+        for lines, bytes_read in chunks:
+            pending.append(
+                pool.apply_async(_parse, (lines,), {"source": source, "bytes_read": bytes_read})
+            )
+            del lines
+            if len(pending) > ahead:
+                yield pending.popleft().get()
+    except _ReadFailure as error:
+        failure = error
+    while pending:
+        yield pending.popleft().get()
+    if failure is not None:
+        raise failure
+
+
+@contextmanager
+def _parsing_pool(workers: int) -> Iterator[multiprocessing.pool.Pool | None]:
+    """``workers`` parsing processes (None for 0), stopped on leaving.
+
+    Forked, so that they start at once with Django set up; they never use the parent's
+    database connection (parsing and validation read no table), and a forked process leaves
+    through ``os._exit``, so it never closes the connection either. They ignore SIGINT: an
+    interrupt stops the parent, which stops them.
+    """
+    if workers == 0 or "fork" not in multiprocessing.get_all_start_methods():
+        yield None
+        return
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_start)
+    try:
+        yield pool
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _worker_start() -> None:
+    global _in_worker
+    _in_worker = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# In a parsing process: lines parsed since its last garbage collection (paused there too, as
+# in the parent, which collects for the reader thread).
+_in_worker = False
+_worker_lines = 0
+
+
 def _parse(lines: list[tuple[int, bytes]], *, source: str, bytes_read: int) -> _Batch:
+    """Parse and validate ``lines`` into a :class:`_Batch` (in a worker process or the reader
+    thread)."""
+    global _worker_lines
+    if _in_worker:
+        _worker_lines += len(lines)
+        if _worker_lines >= COLLECT_EVERY:
+            gc.collect()
+            _worker_lines = 0
     batch = _Batch(
         first_line=lines[0][0],
         last_line=lines[-1][0],
@@ -277,6 +381,11 @@ def _store(
 ) -> None:
     """Merge a parsed batch with what is stored and write it, in one transaction."""
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # Idempotent and resumable: a committed batch lost to a server crash is written
+            # again by the next import of the file; atomicity is untouched.
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit = off")
         stored = _stored_states(sorted(batch.prepared))
         plans = []
         for arxiv_id, state in batch.prepared.items():

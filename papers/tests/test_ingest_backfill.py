@@ -11,6 +11,8 @@ import gzip
 import io
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -248,6 +250,31 @@ def test_every_merge_rule_gives_the_papers_upsert_state(categories, mixed_snapsh
     assert Paper.objects.get(arxiv_id=raw_records[90].arxiv_id).title == raw_records[90].title
 
 
+def test_worker_processes_and_the_reader_thread_store_the_same(
+    categories, mixed_snapshot, raw_records
+):
+    """Parsing in worker processes (batches spread over three of them, handed back in file
+    order) stores what parsing in the reader thread stores, and names the same bad lines."""
+    papers_upsert(records=stored_first(raw_records))
+    thread_errors = []
+    snapshot_import(
+        path=mixed_snapshot, batch_size=7, tag=False, workers=0, on_error=thread_errors.append
+    )
+    expected = natural_state()
+    empty_tables()
+    papers_upsert(records=stored_first(raw_records))
+    pool_errors = []
+
+    summary = snapshot_import(
+        path=mixed_snapshot, batch_size=7, tag=False, workers=3, on_error=pool_errors.append
+    )
+
+    assert natural_state() == expected
+    assert [str(error) for error in pool_errors] == [str(error) for error in thread_errors]
+    assert [error.record for error in pool_errors] == ["line 32", "line 33", "line 34 (0704.9998)"]
+    assert summary.rejected == 3
+
+
 def test_reimport_changes_nothing(categories):
     snapshot_import(path=SNAPSHOT_HEAD, tag=False)
     before = natural_state()
@@ -281,7 +308,8 @@ def test_newer_version_wins_in_either_order(categories, tmp_path):
 # --- bad input ------------------------------------------------------------------------------
 
 
-def test_bad_lines_are_named_and_the_rest_is_stored(categories, tmp_path):
+@pytest.mark.parametrize("workers", [0, 2])
+def test_bad_lines_are_named_and_the_rest_is_stored(categories, tmp_path, workers):
     lines = real_lines()
     path = tmp_path / "broken.jsonl"
     path.write_bytes(
@@ -298,7 +326,9 @@ def test_bad_lines_are_named_and_the_rest_is_stored(categories, tmp_path):
     )
     seen = []
 
-    summary = snapshot_import(path=path, batch_size=4, tag=False, on_error=seen.append)
+    summary = snapshot_import(
+        path=path, batch_size=4, tag=False, workers=workers, on_error=seen.append
+    )
 
     assert [str(error) for error in seen] == [
         f"{path}, line 4: invalid JSON: Expecting property name enclosed in double quotes: "
@@ -385,6 +415,78 @@ def test_a_failing_batch_is_rolled_back_and_earlier_batches_stay(categories):
 def test_batch_size_must_be_positive(categories):
     with pytest.raises(ValueError, match="batch_size must be at least 1, not 0"):
         snapshot_import(path=SNAPSHOT_HEAD, batch_size=0)
+    with pytest.raises(ValueError, match="workers must be 0 or more, not -1"):
+        snapshot_import(path=SNAPSHOT_HEAD, workers=-1)
+
+
+def test_a_worker_error_stops_the_import_after_the_batches_before_it(categories, monkeypatch):
+    """A failure inside a parsing process (not a bad line: a bug) reaches the caller in its
+    batch's place; the batches before it are stored whole."""
+    from papers.ingest import backfill
+
+    prepare = backfill.record_prepare
+
+    def failing(record, **kwargs):
+        if record.arxiv_id > "0704.0100":
+            raise RuntimeError("parser bug")
+        return prepare(record, **kwargs)
+
+    # Set before the pool forks: the workers parse with it.
+    monkeypatch.setattr(backfill, "record_prepare", failing)
+
+    with pytest.raises(RuntimeError, match="parser bug"):
+        snapshot_import(path=SNAPSHOT_HEAD, batch_size=50, tag=False, workers=2)
+
+    assert Paper.objects.count() == 100
+    assert Authorship.objects.count() == sum(Paper.objects.values_list("author_count", flat=True))
+
+
+def test_killed_mid_import_resumes_to_the_state_of_a_whole_import(transactional_db, tmp_path):
+    """``import_snapshot`` with parsing processes, killed (SIGKILL) once some batches are
+    committed: every paper stored is whole, and running the command again ends where one
+    uninterrupted import ends."""
+    from papers.categories import category_sync
+
+    category_sync()
+    records = parse_oai_page(ARXIV_RAW_PAGE.read_bytes(), source=ARXIV_RAW_PAGE.name).records
+    path = tmp_path / "snapshot.jsonl"
+    path.write_bytes(
+        b"".join(real_lines()) + b"".join((snapshot_line(r) + "\n").encode() for r in records)
+    )
+    database = connection.settings_dict
+    environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "topicsite.settings.local",
+        "DATABASE_URL": f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/"
+        f"{database['NAME']}",
+    }
+    environment.pop("REDIS_URL", None)
+    command = [sys.executable, str(ROOT / "manage.py"), "import_snapshot", str(path)]
+    command += ["--no-tag", "--batch-size", "10", "--workers", "2"]
+
+    process = subprocess.Popen(command, env=environment, cwd=ROOT, stderr=subprocess.PIPE)
+    progress = b""
+    deadline = time.monotonic() + 120
+    while not re.search(rb"[1-9][0-9]* papers \(", progress) and time.monotonic() < deadline:
+        chunk = os.read(process.stderr.fileno(), 4096)
+        if not chunk:
+            break
+        progress += chunk
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    process.stderr.close()
+
+    stored = Paper.objects.count()
+    assert 0 < stored < 1200, progress.decode(errors="replace")[-500:]
+    assert Authorship.objects.count() == sum(Paper.objects.values_list("author_count", flat=True))
+    assert not Paper.objects.filter(versions__isnull=True).exists()
+
+    summary = snapshot_import(path=path, batch_size=10, tag=False, workers=2)
+    assert (summary.created, summary.unchanged, summary.rejected) == (1200 - stored, stored, 0)
+    resumed = natural_state()
+    empty_tables()
+    snapshot_import(path=path, batch_size=10, tag=False, workers=0)
+    assert natural_state() == resumed
 
 
 # --- tagging follows in batches -------------------------------------------------------------

@@ -18,6 +18,7 @@ from papers.ingest.backfill import (
     DEFAULT_BATCH_SIZE,
     SnapshotImportError,
     SnapshotImportSummary,
+    default_workers,
     snapshot_import,
 )
 
@@ -25,6 +26,13 @@ from papers.ingest.backfill import (
 def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
         raise ValueError(text)
     return value
 
@@ -42,6 +50,15 @@ class Command(BaseCommand):
             type=positive_int,
             default=DEFAULT_BATCH_SIZE,
             help=f"records per transaction (default {DEFAULT_BATCH_SIZE})",
+        )
+        parser.add_argument(
+            "--workers",
+            type=non_negative_int,
+            default=None,
+            help=(
+                "processes parsing the lines while batches are written (default: one per CPU, "
+                f"{default_workers()} here; 0: a thread of this process)"
+            ),
         )
         parser.add_argument(
             "--no-tag",
@@ -79,6 +96,7 @@ class Command(BaseCommand):
                 path=path,
                 batch_size=options["batch_size"],
                 tag=not options["no_tag"],
+                workers=options["workers"],
                 on_error=on_error,
                 on_batch=on_batch,
             )
