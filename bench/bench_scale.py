@@ -24,6 +24,9 @@ Cases (the topics are picked from the data: the largest leaf topic, and the pare
 number of children is nearest 20):
 
 - ``topic-leaf``, ``topic-parent``: the topic page, first page of 30 cards;
+  ``topic-leaf-reader``: the leaf page as a signed-in reader who follows the topic and saved
+  three of its papers gets it (with ``--cached``: their shared copy with the personal holes
+  filled, ``topicsite.holes``);
 - ``paper``: a paper page;
 - ``momentum-one``: the parent topic's momentum as its page gets it (``topic_momentum_stored``
   where it exists: the stored figures, computed again after a change); ``momentum-one-exact``:
@@ -79,6 +82,7 @@ TARGETS = {
 }
 CASES = (
     "topic-leaf",
+    "topic-leaf-reader",
     "topic-parent",
     "paper",
     "momentum-one",
@@ -197,8 +201,28 @@ def build_cases() -> list[Case]:
         "JOIN topics_topic t ON t.id = a.topic_id WHERE a.state = 'accepted' "
         "AND t.path LIKE %s) ORDER BY p.submitted DESC, p.id DESC LIMIT 30"
     )
+    topic_reader, _ = get_user_model().objects.get_or_create(
+        username="bench-topic-reader", defaults={"email": "bench-topic-reader@example.org"}
+    )
+    from follows.models import Follow, LibraryItem
+
+    Follow.objects.get_or_create(user=topic_reader, topic=leaf, defaults={"kind": "topic"})
+    for paper_id in (
+        Assignment.objects.filter(topic=leaf)
+        .order_by("-submitted")
+        .values_list("paper_id", flat=True)[:3]
+    ):
+        LibraryItem.objects.get_or_create(user=topic_reader, paper_id=paper_id)
+    topic_reader_client = Client()
+    topic_reader_client.force_login(topic_reader)
     cases = [
         Case("topic-leaf", get(leaf.get_absolute_url()), subtree_cards, [f"{leaf.path}%"]),
+        Case(
+            "topic-leaf-reader",
+            get(leaf.get_absolute_url(), as_client=topic_reader_client),
+            subtree_cards,
+            [f"{leaf.path}%"],
+        ),
         Case("topic-parent", get(parent.get_absolute_url()), subtree_cards, [f"{parent.path}%"]),
         Case(
             "paper",
@@ -316,8 +340,6 @@ def build_cases() -> list[Case]:
     except Exception:  # noqa: BLE001 - the feed is not installed in this checkout
         feed_url = None
     if feed_url:
-        from follows.models import Follow
-
         user, _ = get_user_model().objects.get_or_create(username="bench-feed-reader")
         biggest = (
             Topic.objects.filter(active=True, children__isnull=True)
@@ -338,7 +360,6 @@ def build_cases() -> list[Case]:
                 [[t.pk for t in biggest]],
             )
         )
-    del Assignment
     return cases
 
 
