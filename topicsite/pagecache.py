@@ -27,14 +27,14 @@ Only requests that cannot be personal are served from or written to the cache:
 - the host in the key is the domain alone, lower case (``split_domain_port``): spellings of
   one host (a port, upper case, a trailing dot) share one copy.
 
-With ``signed_in=True`` (the topic page) signed-in readers share the page too, in a copy of
-their own kind: rendered once with its personal parts left as holes (``topicsite.holes``: who
-is signed in and the log-out form's CSRF token, flash messages, the Follow button, the cards'
-Save buttons), kept under the same address key with the same version, lock and rules, and
-filled for each reader on every request (a few small queries, no template of the page). A
-page whose shared rendering still holds a CSRF token or sets a cookie is not kept. Its
-lifetime is ``READER_PAGE_CACHE_SECONDS`` (0 turns it off); responses say ``Vary: Cookie`` and
-``Cache-Control: private``.
+With ``signed_in=True`` (topic and paper pages) signed-in readers share the page too, in a
+copy of their own kind: rendered once with its personal parts left as holes
+(``topicsite.holes``: who is signed in and the log-out form's CSRF token, flash messages, the
+Follow button, the Save buttons, a paper's report forms), kept under the same address key with
+the same version, lock and rules, and filled for each reader on every request (a few small
+queries, no template of the page). A page whose shared rendering still holds a CSRF token or
+sets a cookie is not kept. Its lifetime is ``READER_PAGE_CACHE_SECONDS`` (0 turns it off);
+responses say ``Vary: Cookie`` and ``Cache-Control: private``.
 
 With the cache down (django-redis skips a dead Redis) every request renders the page.
 """

@@ -14,7 +14,7 @@ from __future__ import annotations
 from django import template
 from django.utils.safestring import mark_safe
 
-from topicsite.holes import HOLE, holes_shared
+from topicsite.holes import HOLE, hole_html, holes_shared
 
 from ..holes import save_buttons
 
@@ -24,8 +24,9 @@ register = template.Library()
 @register.simple_tag(takes_context=True)
 def save_button(context, paper):
     """``{% save_button paper %}``: the Save / Saved toggle of ``paper`` (a Paper or a
-    card: anything with ``pk``; see ``follows.holes.save_buttons``). One query signed in."""
-    return mark_safe(save_buttons(context["request"], [str(paper.pk)])[str(paper.pk)])  # noqa: S308
+    card: anything with ``pk``; see ``follows.holes.save_buttons``), a personal hole left as
+    it is when the page is rendered to be shared. One query signed in."""
+    return hole_html(context.get("request"), "card-actions", paper.pk)
 
 
 class LibraryCardsNode(template.Node):

@@ -17,7 +17,7 @@ from django.test import Client
 
 from follows.library_services import library_item_save
 from follows.services import follow_create
-from topics.assignments import assignment_decide
+from topics.assignments import assignment_decide, assignment_report
 from topics.caches import topic_caches_invalidate_on_commit
 from topics.models import Assignment
 from topics.tests.factories import TopicFactory, UserFactory
@@ -246,3 +246,31 @@ def test_a_message_added_before_a_hit_is_shown(rf):
     messages.info(request, "Saved <b>for later</b>")
     html = holes_fill(request, "<!--messages:-->")
     assert html.startswith('<ul class="messages"') and "&lt;b&gt;for later" in html
+
+
+def test_paper_page_readers_share_it_with_their_own_save_button_and_report_forms(
+    django_assert_num_queries,
+):
+    first, second = TopicFactory(name="First topic"), TopicFactory(name="Second topic")
+    paper = card_paper(topics=[first, second], title="A paper two readers open")
+    lena, mike = reader("lena@example.org"), reader("mike@example.org")
+    lena_user = get_user_model().objects.get(pk=lena.session["_auth_user_id"])
+    library_item_save(user=lena_user, paper=paper)
+    assignment_report(
+        assignment=Assignment.objects.get(paper=paper, topic=first), user=lena_user, note=""
+    )
+    url = paper.get_absolute_url()
+
+    state_l, html_l = page(lena, url)
+    with django_assert_num_queries(4):  # session, user, the Save button, the report forms
+        state_m, html_m = page(mike, url)
+
+    assert (state_l, state_m) == ("miss", "hit")
+    assert "lena@example.org" in html_l and "lena@example.org" not in html_m
+    assert saved_ids(html_l) == {str(paper.pk)} and saved_ids(html_m) == set()
+    assert html_l.count("You reported this topic as wrong") == 1
+    assert html_l.count("Report to the curators") == 1
+    assert "You reported" not in html_m and html_m.count("Report to the curators") == 2
+    assert not HOLE.search(html_l) and not HOLE.search(html_m)
+    anonymous_state, anonymous = page(Client(), url)
+    assert "Report to the curators" not in anonymous and "csrfmiddlewaretoken" not in anonymous
