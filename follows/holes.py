@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from django.db.models import Count, Exists, OuterRef, Q
 from django.middleware.csrf import get_token
 from django.template.loader import get_template
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.html import escape
 
-from topics.models import Topic
 from topicsite.holes import hole_filler
 
 from .library_selectors import library_states
-from .models import Follow
+from .selectors import topic_follow_states
 
 __all__ = ["follow_topic_buttons", "save_buttons"]
 
@@ -33,27 +31,22 @@ def follow_topic_buttons(request, args: list[str]) -> dict[str, str]:
     """``{topic pk: its Follow button}`` (``follows/_follow_button.html``: the follower count,
     "Follow" / "Unfollow" for a signed-in reader, a log-in link for anyone else) for the
     topics of ``args`` (pks as text). One query, whatever the number of topics."""
-    ids = [int(arg) for arg in args if arg.isdigit()]
     user = request.user
-    topics = Topic.objects.filter(pk__in=ids).annotate(
-        followers=Count("follows", filter=Q(follows__kind=Follow.Kind.TOPIC))
-    )
-    if user.is_authenticated:
-        topics = topics.annotate(
-            following=Exists(Follow.objects.filter(user=user, topic=OuterRef("pk")))
-        )
+    states = topic_follow_states(user=user, topic_ids=[arg for arg in args if arg.isdigit()])
     template = get_template("follows/_follow_button.html")
-    buttons = {}
-    for topic in topics.only("pk", "slug"):
-        context = {
-            "topic": topic,
-            "follower_count": topic.followers,
-            "following": getattr(topic, "following", False),
-            "signed_in": user.is_authenticated,
-            "request_path": request.path,
-        }
-        buttons[str(topic.pk)] = template.render(context, request)
-    return buttons
+    return {
+        str(pk): template.render(
+            {
+                "topic": {"slug": slug},
+                "follower_count": count,
+                "following": following,
+                "signed_in": user.is_authenticated,
+                "request_path": request.path,
+            },
+            request,
+        )
+        for pk, (slug, count, following) in states.items()
+    }
 
 
 @hole_filler("card-actions")
