@@ -216,7 +216,6 @@ def test_the_admin_offers_no_hand_made_pair(admin_client):
     assert response.status_code == 403
 
 
-@pytest.mark.django_db
 def test_links_of_a_thousand_ids_are_one_query_with_one_array_parameter():
     # The feed collapses its newest 1,000 papers: the ids go as one array (topicsite/lookups.py),
     # not as 2,000 placeholders that psycopg quotes one by one.
