@@ -42,7 +42,17 @@ number of children is nearest 20):
 - ``similar``: ``/api/v1/papers/{id}/similar/`` (ten live papers nearest by the index),
   beside the statement that reads ten papers by id; both need the corpus's vectors
   (``make_corpus.py`` without ``--no-vectors``);
-- ``feed-20``: ``/feed/`` of a user following 20 topics, when the feed is installed.
+- ``feed-20``: ``/feed/`` of a user following 20 topics, when the feed is installed;
+- ``search-page``: ``/search/?q=`` (the reader's search page, hybrid ranking) for the
+  researcher's description of ``search-hybrid``, beside the full-text statement;
+- ``author``: the author page of the leaf topic's newest paper's first author, beside the
+  statement reading their 30 newest papers;
+- ``facet-category``: ``/api/v1/papers/?group_by=primary_category`` (counts over the whole
+  corpus; cold, as the cache is DummyCache), beside the GROUP BY;
+- ``topic-index``: ``/topics/``, every topic's count, momentum and sparkline, beside the
+  GROUP BY of accepted assignments by topic;
+- ``library`` / ``for-you``: ``/library/`` and ``/for-you/`` of the ``topic-leaf-reader``
+  (three saved papers, one followed topic), beside the statement reading the saved papers.
 
 Needs the corpus database only (no Redis). ``--smoke`` (what CI runs): 2 requests per case
 on the smoke corpus (``make_corpus.py --smoke``, built first if missing); exits non-zero
@@ -94,6 +104,12 @@ CASES = (
     "search-hybrid",
     "similar",
     "feed-20",
+    "search-page",
+    "author",
+    "facet-category",
+    "topic-index",
+    "library",
+    "for-you",
 )
 
 
@@ -138,10 +154,14 @@ def main() -> None:
         if options.cached
         else "django.core.cache.backends.dummy.DummyCache"
     )
+    from django.conf import settings
+
     with override_settings(
         CACHES={"default": {"BACKEND": backend}},
         ALLOWED_HOSTS=["testserver"],
         DEBUG=False,
+        # A case repeats one API request past the anonymous rate (a real cache counts it).
+        REST_FRAMEWORK={**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []},
         # The site's URLs plus the bare-Django route (bench/bare_django.py).
         ROOT_URLCONF="bare_django",
     ):
@@ -359,6 +379,66 @@ def build_cases() -> list[Case]:
                 "a.topic_id = ANY(%s)) ORDER BY p.submitted DESC, p.id DESC LIMIT 30",
                 [[t.pk for t in biggest]],
             )
+        )
+    cases.extend(
+        step4_cases(get, paper=paper, leaf=leaf, reader=topic_reader, client=topic_reader_client)
+    )
+    return cases
+
+
+def step4_cases(get, *, paper, leaf, reader, client) -> list[Case]:
+    """The reader's pages of issue 19's step 4 (search page, author page, a whole-corpus
+    facet, the topics index, the library and "for you"), each beside its bare statement."""
+    from papers.models import Authorship
+    from topics.models import Assignment
+
+    described = "training language model agents to use tools with rewards"
+    full_text = (
+        "SELECT p.id, p.title FROM papers_paper p "
+        "WHERE p.search_vector @@ websearch_to_tsquery('english', %s) "
+        "ORDER BY p.submitted DESC, p.id DESC LIMIT 20"
+    )
+    newest = Assignment.objects.filter(topic=leaf).order_by("-submitted").first()
+    authorship = (
+        Authorship.objects.filter(paper_id=newest.paper_id if newest else paper.pk)
+        .select_related("author")
+        .order_by("position")
+        .first()
+    )
+    saved = (
+        "SELECT p.id, p.title, p.submitted FROM follows_libraryitem l "
+        "JOIN papers_paper p ON p.id = l.paper_id WHERE l.user_id = %s "
+        "ORDER BY l.saved_at DESC LIMIT 30"
+    )
+    cases = [
+        Case("search-page", get(f"/search/?q={quote(described)}"), full_text, [described]),
+        Case(
+            "facet-category",
+            get("/api/v1/papers/?group_by=primary_category"),
+            "SELECT p.primary_category_id, count(*) FROM papers_paper p GROUP BY 1",
+            [],
+        ),
+        Case(
+            "topic-index",
+            get("/topics/"),
+            "SELECT a.topic_id, count(*) FROM topics_assignment a "
+            "WHERE a.state = 'accepted' GROUP BY 1",
+            [],
+        ),
+        Case("library", get("/library/", as_client=client), saved, [reader.pk]),
+        Case("for-you", get("/for-you/", as_client=client), saved, [reader.pk]),
+    ]
+    if authorship is not None:
+        cases.insert(
+            1,
+            Case(
+                "author",
+                get(authorship.author.get_absolute_url()),
+                "SELECT p.id, p.title, p.submitted FROM papers_paper p "
+                "JOIN papers_authorship s ON s.paper_id = p.id WHERE s.author_id = %s "
+                "ORDER BY p.submitted DESC, p.id DESC LIMIT 30",
+                [authorship.author_id],
+            ),
         )
     return cases
 
