@@ -27,7 +27,7 @@ number of children is nearest 20):
   ``topic-leaf-reader``: the leaf page as a signed-in reader who follows the topic and saved
   three of its papers gets it (with ``--cached``: their shared copy with the personal holes
   filled, ``topicsite.holes``);
-- ``paper``: a paper page;
+- ``paper``: a paper page; ``paper-reader``: the same as the ``topic-leaf-reader`` gets it;
 - ``momentum-one``: the parent topic's momentum as its page gets it (``topic_momentum_stored``
   where it exists: the stored figures, computed again after a change); ``momentum-one-exact``:
   ``topic_momentum``, computing it; ``momentum-all``: the momentum of
@@ -95,6 +95,7 @@ CASES = (
     "topic-leaf-reader",
     "topic-parent",
     "paper",
+    "paper-reader",
     "momentum-one",
     "momentum-one-exact",
     "momentum-all",
@@ -254,6 +255,14 @@ def build_cases() -> list[Case]:
             [paper.pk],
         ),
     ]
+    cases.append(
+        Case(
+            "paper-reader",
+            get(paper.get_absolute_url(), as_client=topic_reader_client),
+            cases[-1].bare_sql,
+            cases[-1].bare_params,
+        )
+    )
     as_of = Paper.objects.order_by("-submitted").values_list("submitted", flat=True).first()
     weekly = (
         "SELECT date_trunc('week', p.submitted) AS week, count(*) FROM papers_paper p "
