@@ -274,3 +274,24 @@ def test_paper_page_readers_share_it_with_their_own_save_button_and_report_forms
     assert not HOLE.search(html_l) and not HOLE.search(html_m)
     anonymous_state, anonymous = page(Client(), url)
     assert "Report to the curators" not in anonymous and "csrfmiddlewaretoken" not in anonymous
+
+
+def test_the_filled_shared_paper_page_is_the_page_rendered_for_the_reader_alone(settings):
+    topic = TopicFactory(name="Only topic")
+    paper = card_paper(topics=[topic], title="A paper page to compare")
+    nina = reader("nina@example.org")
+    nina_user = get_user_model().objects.get(pk=nina.session["_auth_user_id"])
+    library_item_save(user=nina_user, paper=paper)
+    admin = UserFactory(email="admin@example.org", is_staff=True, is_superuser=True)
+    staff = Client()
+    staff.force_login(admin)
+    url = paper.get_absolute_url()
+    page(staff, url)  # a member of staff fills the shared copy
+
+    state, shared = page(nina, url)
+    settings.READER_PAGE_CACHE_SECONDS = 0
+    bypass, alone = page(nina, url)
+
+    assert (state, bypass) == ("hit", "bypass")
+    assert TOKEN.sub("TOKEN", shared) == TOKEN.sub("TOKEN", alone)
+    assert "admin@example.org" not in shared
