@@ -91,13 +91,14 @@ def browser(live_server, monkeypatch, settings):
 
     Playwright's sync API runs an event loop in this thread, so the test's own ORM calls need
     ``DJANGO_ALLOW_ASYNC_UNSAFE`` (the live server answers in its own threads). The page cache
-    for anonymous readers is on, as in production.
+    for anonymous readers is on, as in production, and signed-in readers' shared pages.
     """
     from playwright.sync_api import sync_playwright
 
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     # As in production: anonymous readers share cached pages (changes commit for real here).
     settings.PAGE_CACHE_SECONDS = 60
+    settings.READER_PAGE_CACHE_SECONDS = 60
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=CHROMIUM,

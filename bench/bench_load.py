@@ -28,10 +28,16 @@ warning) on a free loopback port against the corpus database, with settings writ
 temporary module: ``topicsite.settings.local`` with DEBUG off, and
 
 - ``uncached``: Django's DummyCache, every request computes everything;
-- ``fragments``: Redis (``--redis-url``, that db flushed first) with ``PAGE_CACHE_SECONDS = 0``:
-  the topic card and index caches only, every page rendered;
+- ``fragments``: what signed-in readers get: every request carries the session and CSRF
+  cookies of a reader signed in (``bench-load-reader``, following the first topic; a session
+  made in the corpus database before the run), Redis (``--redis-url``, that db flushed
+  first) with the card and index caches and the signed-in readers' shared pages whose
+  personal holes are filled per request (``topicsite.holes``), ``PAGE_CACHE_SECONDS = 0``;
+  ``hits`` counts their shared copies;
 - ``cached``: Redis with the site's whole-page cache (``PAGE_CACHE_SECONDS`` as configured,
   60 s by default): what anonymous readers get.
+
+``uncached``, ``cached`` and ``bare`` requests carry no cookie.
 
 - ``bare``: the ceiling (``bench/bare_django.py``): the same gunicorn and middleware
   serving, for each topic page, a prebuilt body of that page's size; no query, no template.
@@ -111,9 +117,11 @@ function init(args)
   bypass = 0
 end
 
+local headers = {headers}
+
 function request()
   next_url = next_url % #urls + 1
-  return wrk.format("GET", urls[next_url])
+  return wrk.format("GET", urls[next_url], headers)
 end
 
 function response(status, headers, body)
@@ -168,6 +176,55 @@ def topic_urls(database_url: str, count: int) -> list[str]:
     return [f"/topics/{slug}/" for (slug,) in rows]
 
 
+READER_SCRIPT = """\
+import django
+django.setup()
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+from django.middleware.csrf import _get_new_csrf_string
+from follows.models import Follow
+from topics.models import Topic
+
+user, _ = get_user_model().objects.get_or_create(
+    username="bench-load-reader", defaults={"email": "bench-load-reader@example.org"}
+)
+topic = Topic.objects.get(slug=SLUG)
+Follow.objects.get_or_create(user=user, topic=topic, defaults={"kind": "topic"})
+session = SessionStore()
+session[SESSION_KEY] = str(user.pk)
+session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+session.create()
+print(f"{settings.SESSION_COOKIE_NAME}={session.session_key}; "
+      f"{settings.CSRF_COOKIE_NAME}={_get_new_csrf_string()}")
+"""
+
+
+def reader_cookie(database_url: str, slug: str) -> str:
+    """The ``Cookie`` header of a reader signed in (``bench-load-reader``, following the
+    topic ``slug``): a session stored in the corpus database by a child process with the
+    settings gunicorn runs (``topicsite.settings.local``), and a CSRF cookie."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "DJANGO_SETTINGS_MODULE": "topicsite.settings.local",
+        "DATABASE_URL": database_url,
+    }
+    env.pop("REDIS_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", READER_SCRIPT.replace("SLUG", json.dumps(slug))],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"could not sign a reader in:\n{done.stderr}")
+    return done.stdout.strip().splitlines()[-1]
+
+
 def process_tree_cpu(pid: int) -> float:
     """CPU seconds (user + system) used so far by ``pid`` and its live children, from /proc;
     0.0 for a process that is gone."""
@@ -187,9 +244,12 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def python_client(port: int, urls: list[str], offset: int, deadline: float, queue) -> None:
-    """One keep-alive connection requesting ``urls`` round robin until ``deadline``; puts
-    ``(latencies in ms, errors, {cache header value: count})`` on ``queue``."""
+def python_client(
+    port: int, urls: list[str], offset: int, deadline: float, queue, headers: dict
+) -> None:
+    """One keep-alive connection requesting ``urls`` round robin (with ``headers``) until
+    ``deadline``; puts ``(latencies in ms, errors, {cache header value: count})`` on
+    ``queue``."""
     latencies, errors, cache_states = [], 0, {}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     i = offset
@@ -198,7 +258,7 @@ def python_client(port: int, urls: list[str], offset: int, deadline: float, queu
         i += 1
         started = time.perf_counter()
         try:
-            conn.request("GET", url)
+            conn.request("GET", url, headers=headers)
             response = conn.getresponse()
             response.read()
             state = response.getheader("X-Page-Cache", "")
@@ -216,13 +276,15 @@ def python_client(port: int, urls: list[str], offset: int, deadline: float, queu
     queue.put((latencies, errors, cache_states))
 
 
-def run_python(port: int, urls: list[str], options) -> dict:
+def run_python(port: int, urls: list[str], options, headers: dict) -> dict:
     """The load from ``--connections`` Python processes; the result row's numbers."""
     queue = multiprocessing.Queue()
     deadline = time.time() + options.seconds
     started = time.time()
     procs = [
-        multiprocessing.Process(target=python_client, args=(port, urls, n * 7, deadline, queue))
+        multiprocessing.Process(
+            target=python_client, args=(port, urls, n * 7, deadline, queue, headers)
+        )
         for n in range(options.connections)
     ]
     for proc in procs:
@@ -248,10 +310,17 @@ def run_python(port: int, urls: list[str], options) -> dict:
     }
 
 
-def run_wrk(port: int, urls: list[str], options, tmp: str) -> dict:
+def run_wrk(port: int, urls: list[str], options, tmp: str, headers: dict) -> dict:
     """The load from one wrk thread; the result row's numbers. Exits if wrk fails."""
     script = Path(tmp, "bench_load.lua")
-    script.write_text(WRK_SCRIPT.format(urls="{" + ", ".join(json.dumps(u) for u in urls) + "}"))
+    lua_headers = "{" + ", ".join(
+        f"[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items()
+    )
+    script.write_text(
+        WRK_SCRIPT.format(
+            urls="{" + ", ".join(json.dumps(u) for u in urls) + "}", headers=lua_headers + "}"
+        )
+    )
     command = [
         options.wrk,
         "-t1",
@@ -280,22 +349,27 @@ def run_wrk(port: int, urls: list[str], options, tmp: str) -> dict:
     }
 
 
-def wait_until_up(port: int, url: str, seconds: float = 60) -> int:
+def wait_until_up(port: int, url: str, seconds: float = 60, headers: dict | None = None) -> int:
     """GET ``url`` until gunicorn answers (at most ``seconds``); the body's size in bytes."""
     deadline = time.time() + seconds
     while time.time() < deadline:
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            conn.request("GET", url)
-            return len(conn.getresponse().read())
+            conn.request("GET", url, headers=headers or {})
+            response = conn.getresponse()
+            body = response.read()
+            if response.status != 200:
+                raise SystemExit(f"GET {url}: {response.status}")
+            return len(body)
         except OSError:
             time.sleep(0.3)
     raise SystemExit(f"gunicorn did not answer on port {port} within {seconds:g} s")
 
 
-def run_mode(mode: str, generator: str, options, urls: list[str]) -> dict:
+def run_mode(mode: str, generator: str, options, urls: list[str], cookie: str = "") -> dict:
     """Start gunicorn for ``mode``, warm it, load it with ``generator`` (``wrk`` or
     ``python``); the result row (see the module doc)."""
+    headers = {"Cookie": cookie} if mode == "fragments" and cookie else {}
     with tempfile.TemporaryDirectory() as tmp:
         # "": django-redis from REDIS_URL
         caches = DUMMY_CACHE if mode in ("uncached", "bare") else ""
@@ -343,7 +417,7 @@ def run_mode(mode: str, generator: str, options, urls: list[str]) -> dict:
                 gunicorn, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
             )
         try:
-            sizes = [wait_until_up(port, url) for url in urls]  # up, then warm
+            sizes = [wait_until_up(port, url, headers=headers) for url in urls]  # up, then warm
             if mode == "bare":  # each topic page's size, prebuilt, in the same order
                 urls = [f"/__bench__/bare/{size}/" for size in sizes]
                 for url in urls:
@@ -351,9 +425,9 @@ def run_mode(mode: str, generator: str, options, urls: list[str]) -> dict:
             server_cpu, generator_cpu = process_tree_cpu(server.pid), children_cpu()
             started = time.time()
             if generator == "wrk":
-                row = run_wrk(port, urls, options, tmp)
+                row = run_wrk(port, urls, options, tmp, headers)
             else:
-                row = run_python(port, urls, options)
+                row = run_python(port, urls, options, headers)
             elapsed = time.time() - started
             row["server_cpu"] = (process_tree_cpu(server.pid) - server_cpu) / elapsed
             row["generator_cpu"] = (children_cpu() - generator_cpu) / elapsed
@@ -400,6 +474,9 @@ def main() -> None:
     urls = topic_urls(options.database_url, options.topics)
     if not urls:
         raise SystemExit("no active topics with papers in the database")
+    cookie = (
+        reader_cookie(options.database_url, urls[0].split("/")[2]) if "fragments" in modes else ""
+    )
     threads = f" x {options.threads} threads" if options.worker_class == "gthread" else ""
     print(
         f"{len(urls)} topic pages; gunicorn {options.workers} {options.worker_class} "
@@ -415,7 +492,7 @@ def main() -> None:
     failures = []
     ceiling = {}  # generator: the bare-Django pages/s under it
     for mode, generator in runs:
-        r = run_mode(mode, generator, options, urls)
+        r = run_mode(mode, generator, options, urls, cookie)
         hits = f"{100 * r['hit'] / r['responses']:.0f}%" if r["responses"] else "-"
         label = mode if generator == options.generator else f"{mode} ({generator})"
         if mode == "bare":

@@ -24,7 +24,10 @@ Cases (the topics are picked from the data: the largest leaf topic, and the pare
 number of children is nearest 20):
 
 - ``topic-leaf``, ``topic-parent``: the topic page, first page of 30 cards;
-- ``paper``: a paper page;
+  ``topic-leaf-reader``: the leaf page as a signed-in reader who follows the topic and saved
+  three of its papers gets it (with ``--cached``: their shared copy with the personal holes
+  filled, ``topicsite.holes``);
+- ``paper``: a paper page; ``paper-reader``: the same as the ``topic-leaf-reader`` gets it;
 - ``momentum-one``: the parent topic's momentum as its page gets it (``topic_momentum_stored``
   where it exists: the stored figures, computed again after a change); ``momentum-one-exact``:
   ``topic_momentum``, computing it; ``momentum-all``: the momentum of
@@ -39,7 +42,17 @@ number of children is nearest 20):
 - ``similar``: ``/api/v1/papers/{id}/similar/`` (ten live papers nearest by the index),
   beside the statement that reads ten papers by id; both need the corpus's vectors
   (``make_corpus.py`` without ``--no-vectors``);
-- ``feed-20``: ``/feed/`` of a user following 20 topics, when the feed is installed.
+- ``feed-20``: ``/feed/`` of a user following 20 topics, when the feed is installed;
+- ``search-page``: ``/search/?q=`` (the reader's search page, hybrid ranking) for the
+  researcher's description of ``search-hybrid``, beside the full-text statement;
+- ``author``: the author page of the leaf topic's newest paper's first author, beside the
+  statement reading their 30 newest papers;
+- ``facet-category``: ``/api/v1/papers/?group_by=primary_category`` (counts over the whole
+  corpus; cold, as the cache is DummyCache), beside the GROUP BY;
+- ``topic-index``: ``/topics/``, every topic's count, momentum and sparkline, beside the
+  GROUP BY of accepted assignments by topic;
+- ``library`` / ``for-you``: ``/library/`` and ``/for-you/`` of the ``topic-leaf-reader``
+  (three saved papers, one followed topic), beside the statement reading the saved papers.
 
 Needs the corpus database only (no Redis). ``--smoke`` (what CI runs): 2 requests per case
 on the smoke corpus (``make_corpus.py --smoke``, built first if missing); exits non-zero
@@ -79,8 +92,10 @@ TARGETS = {
 }
 CASES = (
     "topic-leaf",
+    "topic-leaf-reader",
     "topic-parent",
     "paper",
+    "paper-reader",
     "momentum-one",
     "momentum-one-exact",
     "momentum-all",
@@ -90,6 +105,12 @@ CASES = (
     "search-hybrid",
     "similar",
     "feed-20",
+    "search-page",
+    "author",
+    "facet-category",
+    "topic-index",
+    "library",
+    "for-you",
 )
 
 
@@ -134,10 +155,14 @@ def main() -> None:
         if options.cached
         else "django.core.cache.backends.dummy.DummyCache"
     )
+    from django.conf import settings
+
     with override_settings(
         CACHES={"default": {"BACKEND": backend}},
         ALLOWED_HOSTS=["testserver"],
         DEBUG=False,
+        # A case repeats one API request past the anonymous rate (a real cache counts it).
+        REST_FRAMEWORK={**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []},
         # The site's URLs plus the bare-Django route (bench/bare_django.py).
         ROOT_URLCONF="bare_django",
     ):
@@ -197,8 +222,28 @@ def build_cases() -> list[Case]:
         "JOIN topics_topic t ON t.id = a.topic_id WHERE a.state = 'accepted' "
         "AND t.path LIKE %s) ORDER BY p.submitted DESC, p.id DESC LIMIT 30"
     )
+    topic_reader, _ = get_user_model().objects.get_or_create(
+        username="bench-topic-reader", defaults={"email": "bench-topic-reader@example.org"}
+    )
+    from follows.models import Follow, LibraryItem
+
+    Follow.objects.get_or_create(user=topic_reader, topic=leaf, defaults={"kind": "topic"})
+    for paper_id in (
+        Assignment.objects.filter(topic=leaf)
+        .order_by("-submitted")
+        .values_list("paper_id", flat=True)[:3]
+    ):
+        LibraryItem.objects.get_or_create(user=topic_reader, paper_id=paper_id)
+    topic_reader_client = Client()
+    topic_reader_client.force_login(topic_reader)
     cases = [
         Case("topic-leaf", get(leaf.get_absolute_url()), subtree_cards, [f"{leaf.path}%"]),
+        Case(
+            "topic-leaf-reader",
+            get(leaf.get_absolute_url(), as_client=topic_reader_client),
+            subtree_cards,
+            [f"{leaf.path}%"],
+        ),
         Case("topic-parent", get(parent.get_absolute_url()), subtree_cards, [f"{parent.path}%"]),
         Case(
             "paper",
@@ -210,6 +255,14 @@ def build_cases() -> list[Case]:
             [paper.pk],
         ),
     ]
+    cases.append(
+        Case(
+            "paper-reader",
+            get(paper.get_absolute_url(), as_client=topic_reader_client),
+            cases[-1].bare_sql,
+            cases[-1].bare_params,
+        )
+    )
     as_of = Paper.objects.order_by("-submitted").values_list("submitted", flat=True).first()
     weekly = (
         "SELECT date_trunc('week', p.submitted) AS week, count(*) FROM papers_paper p "
@@ -316,8 +369,6 @@ def build_cases() -> list[Case]:
     except Exception:  # noqa: BLE001 - the feed is not installed in this checkout
         feed_url = None
     if feed_url:
-        from follows.models import Follow
-
         user, _ = get_user_model().objects.get_or_create(username="bench-feed-reader")
         biggest = (
             Topic.objects.filter(active=True, children__isnull=True)
@@ -338,7 +389,66 @@ def build_cases() -> list[Case]:
                 [[t.pk for t in biggest]],
             )
         )
-    del Assignment
+    cases.extend(
+        step4_cases(get, paper=paper, leaf=leaf, reader=topic_reader, client=topic_reader_client)
+    )
+    return cases
+
+
+def step4_cases(get, *, paper, leaf, reader, client) -> list[Case]:
+    """The reader's pages of issue 19's step 4 (search page, author page, a whole-corpus
+    facet, the topics index, the library and "for you"), each beside its bare statement."""
+    from papers.models import Authorship
+    from topics.models import Assignment
+
+    described = "training language model agents to use tools with rewards"
+    full_text = (
+        "SELECT p.id, p.title FROM papers_paper p "
+        "WHERE p.search_vector @@ websearch_to_tsquery('english', %s) "
+        "ORDER BY p.submitted DESC, p.id DESC LIMIT 20"
+    )
+    newest = Assignment.objects.filter(topic=leaf).order_by("-submitted").first()
+    authorship = (
+        Authorship.objects.filter(paper_id=newest.paper_id if newest else paper.pk)
+        .select_related("author")
+        .order_by("position")
+        .first()
+    )
+    saved = (
+        "SELECT p.id, p.title, p.submitted FROM follows_libraryitem l "
+        "JOIN papers_paper p ON p.id = l.paper_id WHERE l.user_id = %s "
+        "ORDER BY l.saved_at DESC LIMIT 30"
+    )
+    cases = [
+        Case("search-page", get(f"/search/?q={quote(described)}"), full_text, [described]),
+        Case(
+            "facet-category",
+            get("/api/v1/papers/?group_by=primary_category"),
+            "SELECT p.primary_category_id, count(*) FROM papers_paper p GROUP BY 1",
+            [],
+        ),
+        Case(
+            "topic-index",
+            get("/topics/"),
+            "SELECT a.topic_id, count(*) FROM topics_assignment a "
+            "WHERE a.state = 'accepted' GROUP BY 1",
+            [],
+        ),
+        Case("library", get("/library/", as_client=client), saved, [reader.pk]),
+        Case("for-you", get("/for-you/", as_client=client), saved, [reader.pk]),
+    ]
+    if authorship is not None:
+        cases.insert(
+            1,
+            Case(
+                "author",
+                get(authorship.author.get_absolute_url()),
+                "SELECT p.id, p.title, p.submitted FROM papers_paper p "
+                "JOIN papers_authorship s ON s.paper_id = p.id WHERE s.author_id = %s "
+                "ORDER BY p.submitted DESC, p.id DESC LIMIT 30",
+                [authorship.author_id],
+            ),
+        )
     return cases
 
 

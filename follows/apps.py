@@ -6,4 +6,4 @@ class FollowsConfig(AppConfig):
     verbose_name = "Follows"
 
     def ready(self):
-        from . import receivers  # noqa: F401  (connects to topics.signals)
+        from . import holes, receivers  # noqa: F401  (fillers; connects to topics.signals)

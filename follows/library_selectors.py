@@ -7,6 +7,7 @@ import csv
 import io
 from collections.abc import Iterable
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from papers.citations import Citation, citations_of, paper_pdf_url
@@ -30,13 +31,19 @@ def library_states(*, user, paper_ids: Iterable[int]) -> dict[int, bool]:
     """``{paper id: read?}`` for the papers of ``paper_ids`` that ``user`` saved (papers not
     saved are absent). One query, whatever the number of papers; none for an anonymous user
     or no ids."""
-    ids = list(paper_ids)
+    ids = [int(pk) for pk in paper_ids]
     if not ids or not user.is_authenticated:
         return {}
-    rows = LibraryItem.objects.filter(user=user, paper_id__in=ids).values_list(
-        "paper_id", "read_at"
+    # SQL written out: it runs on every signed-in page of cards, where compiling the ORM's
+    # query cost more than running it.
+    placeholders = ", ".join(["%s"] * len(ids))
+    sql = (
+        f"SELECT paper_id, read_at IS NOT NULL FROM {LibraryItem._meta.db_table} "
+        f"WHERE user_id = %s AND paper_id IN ({placeholders})"
     )
-    return {paper_id: read_at is not None for paper_id, read_at in rows}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user.pk, *ids])
+        return {paper_id: bool(read) for paper_id, read in cursor.fetchall()}
 
 
 def library_items(*, user, status: str = "all") -> QuerySet[LibraryItem]:

@@ -17,6 +17,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
+from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.lookups import StartsWith
 from django.utils import timezone
@@ -33,6 +34,7 @@ __all__ = [
     "author_followed_paper_ids",
     "follow_papers",
     "follower_count",
+    "topic_follow_states",
     "follows_export",
     "scoped_search_matches",
     "user_follow_matches",
@@ -221,6 +223,29 @@ def user_follow_matches(
 def follower_count(*, topic: Topic) -> int:
     """How many users follow ``topic`` itself (not its descendants). One query."""
     return Follow.objects.filter(topic=topic, kind=Follow.Kind.TOPIC).count()
+
+
+def topic_follow_states(*, user, topic_ids: Iterable[int]) -> dict[int, tuple[str, int, bool]]:
+    """``{topic pk: (slug, follower count, whether user follows it)}`` for the stored topics
+    of ``topic_ids`` (the count as :func:`follower_count`; False for an anonymous user). One
+    query, in SQL written out: a Follow button on every signed-in page view, where compiling
+    the ORM's query cost more than running it."""
+    ids = [int(pk) for pk in topic_ids]
+    if not ids:
+        return {}
+    user_id = user.pk if user.is_authenticated else None
+    follows, topics = Follow._meta.db_table, Topic._meta.db_table
+    placeholders = ", ".join(["%s"] * len(ids))
+    sql = (
+        f"SELECT t.id, t.slug, "
+        f"(SELECT COUNT(*) FROM {follows} f WHERE f.topic_id = t.id AND f.kind = %s), "
+        f"(SELECT COUNT(*) FROM {follows} f WHERE f.topic_id = t.id AND f.user_id = %s) "
+        f"FROM {topics} t WHERE t.id IN ({placeholders})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [Follow.Kind.TOPIC.value, user_id, *ids])
+        rows = cursor.fetchall()
+    return {pk: (slug, count, bool(mine)) for pk, slug, count, mine in rows}
 
 
 def author_follower_count(*, author) -> int:

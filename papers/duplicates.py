@@ -267,7 +267,7 @@ def duplicate_links(paper_ids: Iterable[int]) -> list[tuple[int, int]]:
         return []
     return list(
         PaperDuplicate.objects.exclude(decision=PaperDuplicate.Decision.REJECTED)
-        .filter(Q(paper_id__in=ids) | Q(original_id__in=ids))
+        .filter(Q(paper_id__any=ids) | Q(original_id__any=ids))
         .values_list("paper_id", "original_id")
     )
 

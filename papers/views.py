@@ -103,7 +103,7 @@ def _render_detail(request, paper):
 
 
 @require_safe
-@cache_anonymous_page()
+@cache_anonymous_page(signed_in=True)
 def paper_detail(request, arxiv_id):
     """``/papers/<arxiv_id>/`` for a canonical arXiv identifier (``2409.01234``,
     ``hep-th/9901001``).
@@ -137,7 +137,7 @@ def _redirect_keeping_authors_page(request, paper):
 
 
 @require_safe
-@cache_anonymous_page()
+@cache_anonymous_page(signed_in=True)
 def paper_detail_local(request, pk):
     """``/papers/local/<pk>/`` for papers without an arXiv identifier (imported from outside
     arXiv); a paper that has one redirects permanently to its canonical page."""

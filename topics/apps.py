@@ -6,4 +6,4 @@ class TopicsConfig(AppConfig):
     verbose_name = "Topics"
 
     def ready(self):
-        from . import receivers  # noqa: F401  (connects to papers.signals)
+        from . import holes, receivers  # noqa: F401  (fillers; connects to papers.signals)

@@ -115,7 +115,7 @@ def _topic_cards_html(topic: Topic, raw_number, subtree_ids: list[int]) -> tuple
 
 
 @require_safe
-@cache_anonymous_page(query_params=("page",))
+@cache_anonymous_page(query_params=("page",), signed_in=True)
 def topic_detail(request, slug):
     """``/topics/<slug>/``: breadcrumb, momentum and chart, then the topic's papers (its
     descendants' included), newest first, ``PAPERS_PER_PAGE`` a page (``?page=N``; past the
@@ -124,8 +124,8 @@ def topic_detail(request, slug):
     404 for an unknown or inactive topic; 301 to the new address for an old slug of a renamed
     or merged-away topic. The query count does not depend on the number of cards or chips, nor
     the time on the size of the topic (see ``topics.cards.topic_card_page``); the rendered cards
-    are cached (see :func:`_topic_cards_html`), and the whole page for anonymous readers
-    (``topicsite.pagecache``).
+    are cached (see :func:`_topic_cards_html`), and the whole page for anonymous readers and,
+    with its personal parts as holes, for signed-in readers (``topicsite.pagecache``).
     """
     topic = active_topic_or_redirect(request, slug, "topics:detail")
     if not isinstance(topic, Topic):

@@ -27,6 +27,15 @@ Only requests that cannot be personal are served from or written to the cache:
 - the host in the key is the domain alone, lower case (``split_domain_port``): spellings of
   one host (a port, upper case, a trailing dot) share one copy.
 
+With ``signed_in=True`` (topic and paper pages) signed-in readers share the page too, in a
+copy of their own kind: rendered once with its personal parts left as holes
+(``topicsite.holes``: who is signed in and the log-out form's CSRF token, flash messages, the
+Follow button, the Save buttons, a paper's report forms), kept under the same address key with
+the same version, lock and rules, and filled for each reader on every request (a few small
+queries, no template of the page). A page whose shared rendering still holds a CSRF token or
+sets a cookie is not kept. Its lifetime is ``READER_PAGE_CACHE_SECONDS`` (0 turns it off);
+responses say ``Vary: Cookie`` and ``Cache-Control: private``.
+
 With the cache down (django-redis skips a dead Redis) every request renders the page.
 """
 
@@ -43,7 +52,9 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.http import HttpResponse
 from django.http.request import split_domain_port
-from django.utils.cache import patch_vary_headers
+from django.utils.cache import patch_cache_control, patch_vary_headers
+
+from .holes import holes_fill, holes_share
 
 _PREFIX = "pagecache:v1"
 # The site-wide version; other caches of rendered HTML read it too (topics.views' cards).
@@ -130,6 +141,25 @@ def _cache_key(request, query_params: tuple[str, ...]) -> str | None:
     cookies = request.COOKIES
     if settings.SESSION_COOKIE_NAME in cookies or "messages" in cookies:
         return None
+    return _address_key(request, query_params, "page")
+
+
+def _reader_cache_key(request, query_params: tuple[str, ...]) -> str | None:
+    """The key of the copy signed-in readers share for ``request`` (one for all of them:
+    their personal parts are holes), or ``None`` when the request is not a signed-in
+    reader's plain ``GET`` or ``HEAD``. Reads the session and the user."""
+    if request.method not in ("GET", "HEAD"):
+        return None
+    if settings.SESSION_COOKIE_NAME not in request.COOKIES:
+        return None
+    if not request.user.is_authenticated:
+        return None
+    return _address_key(request, query_params, "reader")
+
+
+def _address_key(request, query_params: tuple[str, ...], kind: str) -> str | None:
+    """The key of ``kind``'s copy of the page at ``request``'s address, or ``None`` when its
+    query string holds anything but ``query_params``, each once and short."""
     query = request.GET
     parts = []
     for name in sorted(query):
@@ -141,7 +171,7 @@ def _cache_key(request, query_params: tuple[str, ...]) -> str | None:
     # (its links, its "next" parameters) at the other.
     domain, _port = split_domain_port(request.get_host())
     address = f"{request.scheme}://{domain}{request.path}?{'&'.join(parts)}"
-    return f"{_PREFIX}:page:{hashlib.sha256(address.encode()).hexdigest()}"
+    return f"{_PREFIX}:{kind}:{hashlib.sha256(address.encode()).hexdigest()}"
 
 
 def _shareable(request, response) -> bool:
@@ -154,17 +184,23 @@ def _shareable(request, response) -> bool:
     )
 
 
-def cache_anonymous_page(*, query_params: tuple[str, ...] = ()):
+def cache_anonymous_page(*, query_params: tuple[str, ...] = (), signed_in: bool = False):
     """Decorate a read-only view so that anonymous readers get its page from the cache (see the
-    module docstring). ``query_params``: the query parameters that may vary the page (others
-    bypass the cache). Responses gain ``Vary: Cookie`` and ``X-Page-Cache: hit`` or ``miss``
-    (``bypass`` when the request could not be shared)."""
+    module docstring), and with ``signed_in`` signed-in readers too, from their shared copy with
+    their personal holes filled. ``query_params``: the query parameters that may vary the page
+    (others bypass the cache). Responses gain ``Vary: Cookie`` and ``X-Page-Cache: hit`` or
+    ``miss`` (``bypass`` when the request could not be shared). A view decorated with
+    ``signed_in`` must not stream its page (its holes could not be filled)."""
 
     def decorator(view):
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             key = _cache_key(request, query_params) if settings.PAGE_CACHE_SECONDS else None
             if key is None:
+                if signed_in and settings.READER_PAGE_CACHE_SECONDS:
+                    reader_key = _reader_cache_key(request, query_params)
+                    if reader_key is not None:
+                        return _reader_page(view, reader_key, request, args, kwargs)
                 response = view(request, *args, **kwargs)
                 response[CACHE_HEADER] = "bypass"
                 return response
@@ -207,3 +243,54 @@ def cache_anonymous_page(*, query_params: tuple[str, ...] = ()):
         return wrapper
 
     return decorator
+
+
+def _reader_page(view, key: str, request, args, kwargs):
+    """The page of ``view`` for a signed-in reader: the copy signed-in readers share (rendered
+    with holes, kept under ``key`` with the site-wide version; one rebuild at a time as for
+    anonymous pages), its holes filled for this reader."""
+    found = cache.get_many([VERSION_KEY, key])
+    version, entry = found.get(VERSION_KEY), found.get(key)
+    locked = False
+    if entry is not None:
+        entry_version, content_type, shared = entry
+        if entry_version == version or not (
+            locked := cache.add(f"{key}:lock", 1, timeout=_LOCK_SECONDS)
+        ):
+            response = HttpResponse(holes_fill(request, shared), content_type=content_type)
+            return _personal(response, "hit")
+    try:
+        holes_share(request)
+        try:
+            response = view(request, *args, **kwargs)
+        except Exception:  # Http404 included: the page went away
+            if entry is not None:
+                cache.delete(key)
+            raise
+        finally:
+            # Anything rendered from here on (an error page, the filling) is this reader's.
+            holes_share(request, False)
+        shared = None
+        if not response.streaming:
+            shared = response.content.decode(response.charset)
+        if shared is not None and _shareable(request, response):
+            cache.set(
+                key,
+                (version, response["Content-Type"], shared),
+                timeout=settings.READER_PAGE_CACHE_SECONDS,
+            )
+        elif entry is not None:
+            cache.delete(key)
+    finally:
+        if locked:
+            cache.delete(f"{key}:lock")
+    if shared is not None:
+        response.content = holes_fill(request, shared)
+    return _personal(response, "miss")
+
+
+def _personal(response, state: str):
+    response[CACHE_HEADER] = state
+    patch_vary_headers(response, ("Cookie",))
+    patch_cache_control(response, private=True)
+    return response

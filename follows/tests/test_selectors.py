@@ -131,3 +131,26 @@ def test_follower_count_counts_followers_of_the_topic_itself(world, taxonomy, ot
     follow_create(user=other_reader, topic=taxonomy["agents"])
     assert follower_count(topic=taxonomy["agents"]) == 2
     assert Follow.objects.filter(kind="search").count() == 2  # searches are not followers
+
+
+def test_topic_follow_states_count_followers_and_say_who_follows_in_one_query(
+    reader, other_reader, taxonomy, django_assert_num_queries
+):
+    from django.contrib.auth.models import AnonymousUser
+
+    from follows.selectors import topic_follow_states
+
+    followed, quiet = taxonomy["agents"], taxonomy["vision"]
+    follow_create(user=reader, topic=followed)
+    follow_create(user=other_reader, topic=followed)
+
+    with django_assert_num_queries(1):
+        states = topic_follow_states(user=reader, topic_ids=[followed.pk, quiet.pk, 10**9])
+    assert states == {
+        followed.pk: (followed.slug, 2, True),
+        quiet.pk: (quiet.slug, 0, False),
+    }
+    assert topic_follow_states(user=AnonymousUser(), topic_ids=[followed.pk]) == {
+        followed.pk: (followed.slug, 2, False)
+    }
+    assert follower_count(topic=followed) == 2

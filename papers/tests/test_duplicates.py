@@ -214,3 +214,17 @@ def test_the_admin_offers_no_hand_made_pair(admin_client):
     assert response.status_code == 403
     response = admin_client.post("/admin/papers/paperduplicate/add/", {})
     assert response.status_code == 403
+
+
+def test_links_of_a_thousand_ids_are_one_query_with_one_array_parameter():
+    # The feed collapses its newest 1,000 papers: the ids go as one array (topicsite/lookups.py),
+    # not as 2,000 placeholders that psycopg quotes one by one.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from papers.duplicates import duplicate_links
+
+    with CaptureQueriesContext(connection) as captured:
+        assert duplicate_links(range(1, 1001)) == []
+    assert len(captured) == 1
+    assert captured.captured_queries[0]["sql"].count("ANY(") == 2

@@ -1,4 +1,4 @@
-// Progressive enhancement of the "Follow this topic" form (templates/follows/_follow_button.html):
+// Progressive enhancement of the "Follow this topic" form (follows/holes.py, follow_topic_buttons):
 // submit it with fetch, asking for JSON, and update the button and the follower count in place.
 // Without JavaScript the form posts and the page reloads; on any failure we fall back to that.
 (function () {

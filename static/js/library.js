@@ -1,5 +1,5 @@
 // Progressive enhancement of the "Save" toggle on cards and paper pages
-// (templates/follows/_save_button.html): submit it with fetch, asking for JSON, and flip the
+// (follows/holes.py, save_buttons): submit it with fetch, asking for JSON, and flip the
 // button in place. Without JavaScript the form posts and the page reloads; on any failure we
 // fall back to that.
 (function () {

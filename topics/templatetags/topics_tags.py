@@ -1,22 +1,24 @@
 """Template tags other apps' pages use to show topics (``papers`` itself knows nothing of them)."""
 
 from django import template
-from django.db.models import F, Q
 from django.template import engines
+from django.template.loader import get_template
 from django.utils.safestring import mark_safe
 
-from topics.models import Assignment, AssignmentReport
+from topics.models import Assignment
 from topics.reasons import assignment_reasons
+from topicsite.holes import hole, holes_fill, holes_shared
 
 register = template.Library()
 
 
-@register.inclusion_tag("topics/_paper_topics.html", takes_context=True)
+@register.simple_tag(takes_context=True)
 def paper_topics(context, paper):
     """The active topics ``paper`` is accepted in, ordered by name, as links, each saying why
     it is there (``topics.reasons``); for a signed-in reader a "Wrong topic?" report form
-    on each (or "Reported" once they reported it and no curator has decided since). One
-    query, two signed in."""
+    on each (or "Reported" once they reported it and no curator has decided since): a
+    personal hole (``topics.holes.topic_report_forms``), left as it is when the page is
+    rendered to be shared. One query, two signed in."""
     assignments = list(
         Assignment.objects.accepted()
         .filter(paper=paper, topic__active=True)
@@ -24,36 +26,22 @@ def paper_topics(context, paper):
         .order_by("topic__name", "topic_id")
     )
     request = context.get("request")
-    user = getattr(request, "user", None)
-    signed_in = bool(user and user.is_authenticated)
-    reported = set()
-    if signed_in and assignments:
-        # This reader's open reports (filed since a curator last decided the assignment).
-        reported = set(
-            AssignmentReport.objects.filter(
-                reporter=user, assignment_id__in=[a.pk for a in assignments]
-            )
-            .filter(
-                Q(assignment__decided_at__isnull=True)
-                | Q(created_at__gt=F("assignment__decided_at"))
-            )
-            .values_list("assignment_id", flat=True)
-        )
-    return {
-        "entries": [
-            {
-                "assignment": assignment,
-                "topic": assignment.topic,
-                "reasons": assignment_reasons(assignment),
-                "reported": assignment.pk in reported,
-            }
-            for assignment in assignments
-        ],
-        "signed_in": signed_in,
-        "csrf_token": context.get("csrf_token"),
-        "request_path": request.path if request is not None else "",
-        "note_max_length": AssignmentReport.NOTE_MAX_LENGTH,
-    }
+    html = get_template("topics/_paper_topics.html").render(
+        {
+            "entries": [
+                {
+                    "assignment": assignment,
+                    "topic": assignment.topic,
+                    "reasons": assignment_reasons(assignment),
+                    "report": hole("topic-report", assignment.pk),
+                }
+                for assignment in assignments
+            ]
+        }
+    )
+    if request is not None and not holes_shared(request):
+        html = holes_fill(request, html)
+    return mark_safe(html)  # noqa: S308 - our own templates' output
 
 
 @register.simple_tag

@@ -153,6 +153,9 @@ else:
 # Pages anonymous readers share (topic, index and paper pages) are kept this long at most
 # (seconds); data changes replace them at once (topicsite/pagecache.py). 0 turns it off.
 PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", 60, minimum=0)
+# The same pages as signed-in readers share them, their personal parts left as holes filled
+# per request (topicsite/holes.py); kept this long at most, replaced at once as above. 0: off.
+READER_PAGE_CACHE_SECONDS = env_int("READER_PAGE_CACHE_SECONDS", 60, minimum=0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

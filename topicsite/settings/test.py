@@ -48,6 +48,7 @@ ARXIV_REQUEST_INTERVAL_MS = 5
 # transaction, where no on_commit invalidation runs, and then expects the page to show it.
 # topicsite/tests/test_pagecache.py and the browser tests (real commits) turn it on.
 PAGE_CACHE_SECONDS = 0
+READER_PAGE_CACHE_SECONDS = 0
 # The vector index files of tests that do not choose a folder of their own: never the
 # development index under var/vectors, and one folder per xdist worker.
 EMBEDDING_INDEX_DIR = VAR_DIR / "test-vectors" / (_XDIST_WORKER or "main")

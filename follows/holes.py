@@ -1,0 +1,105 @@
+"""The follows app's personal holes (``topicsite.holes``) in pages readers share: a topic's
+Follow button (``<!--follow-topic:<topic pk>-->``) and the Save button at the end of every
+paper card (``<!--card-actions:<paper pk>-->``, ``jinja_templates/topics/_paper_card.html``).
+Registered from ``FollowsConfig.ready``; each filler reads all its holes of a page at once.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from django.middleware.csrf import get_token
+from django.templatetags.static import static
+from django.urls import reverse
+from django.utils.html import escape
+
+from topicsite.holes import hole_filler
+
+from .library_selectors import library_states
+from .selectors import topic_follow_states
+
+__all__ = ["follow_topic_buttons", "save_buttons"]
+
+# A number no paper id is near: the save address is reversed once and the id put in its place.
+_ID_MARK = "9070605040302010"
+_READ_BADGE = ' <span class="read-badge">Read</span>'
+
+
+@hole_filler("follow-topic")
+def follow_topic_buttons(request, args: list[str]) -> dict[str, str]:
+    """``{topic pk: its Follow button}`` for the topics of ``args`` (pks as text): the
+    follower count ("12 followers", never who they are) and, for a signed-in reader, a POST
+    form whose button reads "Follow this topic", or "Unfollow this topic" when they follow it
+    (``static/js/follow.js`` submits it in place); for anyone else a "Follow this topic" link
+    to the log-in page that continues to the topic's follow confirmation page (no form, so an
+    anonymous page holds no CSRF token). One query, whatever the number of topics; built in
+    Python, not by a template: it is on every signed-in topic page view."""
+    user = request.user
+    states = topic_follow_states(user=user, topic_ids=[arg for arg in args if arg.isdigit()])
+    buttons = {}
+    for pk, (slug, count, following) in states.items():
+        followers = f"{count} follower{'' if count == 1 else 's'}"
+        if not user.is_authenticated:
+            confirm = quote(reverse("follows:confirm", kwargs={"slug": slug}), safe="/")
+            login = f"{reverse('account_login')}?next={confirm}"
+            buttons[str(pk)] = (
+                f'<p class="follow-form">\n  <a class="button-link" href="{escape(login)}">'
+                f'Follow this topic<span class="visually-hidden"> (log in first)</span></a>\n'
+                f'  <span class="followers">{followers}</span>\n</p>'
+            )
+            continue
+        action, label = ("unfollow", "Unfollow") if following else ("follow", "Follow")
+        toggle = reverse("follows:toggle", kwargs={"slug": slug})
+        token = get_token(request)
+        buttons[str(pk)] = (
+            f'<form method="post" action="{escape(toggle)}" class="follow-form">\n'
+            f'  <input type="hidden" name="csrfmiddlewaretoken" value="{escape(token)}">\n'
+            f'  <input type="hidden" name="action" value="{action}">\n'
+            f'  <button type="submit" aria-pressed="{"true" if following else "false"}">'
+            f"{label} this topic</button>\n"
+            f'  <span class="followers" aria-live="polite">{followers}</span>\n'
+            f"</form>\n"
+            f'<script src="{escape(static("js/follow.js"))}" defer></script>'
+        )
+    return buttons
+
+
+@hole_filler("card-actions")
+def save_buttons(request, args: list[str]) -> dict[str, str]:
+    """``{paper pk: its Save / Saved toggle}`` for the papers of ``args`` (pks as text): for
+    a signed-in reader a POST form (``static/js/library.js`` submits it in place; the script
+    once, after the first), for anyone else a "Save" link to the log-in page that comes back
+    here (no form, so an anonymous page holds no CSRF token). One query signed in, none
+    otherwise; no template rendered per card."""
+    ids = [int(arg) for arg in args if arg.isdigit()]
+    user = request.user
+    here = request.get_full_path()
+    if not user.is_authenticated:
+        link = (
+            f'<p class="save-form"><a class="button-link save-button" '
+            f'href="{escape(reverse("account_login"))}?next={escape(quote(here, safe="/"))}">'
+            f'Save<span class="visually-hidden"> to your library (log in first)</span></a></p>'
+        )
+        return {str(pk): link for pk in ids}
+    states = library_states(user=user, paper_ids=ids)
+    head, tail = reverse("library:save", kwargs={"paper_id": int(_ID_MARK)}).split(_ID_MARK)
+    token = escape(get_token(request))
+    next_value = escape(here)
+    script = f'\n<script src="{escape(static("js/library.js"))}" defer></script>'
+    buttons = {}
+    for pk in ids:
+        state = states.get(pk)  # None: not saved; False: saved, unread; True: read
+        saved = state is not None
+        buttons[str(pk)] = (
+            f'<form method="post" action="{escape(head)}{pk}{escape(tail)}" class="save-form">\n'
+            f'  <input type="hidden" name="csrfmiddlewaretoken" value="{token}">\n'
+            f'  <input type="hidden" name="next" value="{next_value}">\n'
+            f'  <input type="hidden" name="action" value="{"remove" if saved else "save"}">\n'
+            f'  <button type="submit" class="save-button" '
+            f'aria-pressed="{"true" if saved else "false"}" '
+            f'title="{"In your library: press to remove" if saved else "Save to your library"}">'
+            f"{'Saved' if saved else 'Save'}</button>"
+            f"{_READ_BADGE if state else ''}\n"
+            f"</form>{script if not buttons else ''}"
+        )
+    return buttons

@@ -1,0 +1,297 @@
+"""The topic page as signed-in readers share it (topicsite/pagecache.py with ``signed_in``,
+topicsite/holes.py): rendered once with holes, filled per reader. No reader ever sees another
+reader's name, CSRF token, follow state or saved papers; data changes show on the next
+request; the filled page is the page rendered for that reader alone."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.messages.storage.fallback import FallbackStorage
+from django.core.cache import cache
+from django.middleware.csrf import _unmask_cipher_token
+from django.test import Client
+
+from follows.library_services import library_item_save
+from follows.services import follow_create
+from topics.assignments import assignment_decide, assignment_report
+from topics.caches import topic_caches_invalidate_on_commit
+from topics.models import Assignment
+from topics.tests.factories import TopicFactory, UserFactory
+from topics.tests.test_views_topic import card_paper
+from topicsite import pagecache
+from topicsite.holes import HOLE, holes_fill
+from topicsite.pagecache import CACHE_HEADER
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("_reader_cache_on")]
+
+TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+@pytest.fixture
+def _reader_cache_on(settings):
+    settings.PAGE_CACHE_SECONDS = 60
+    settings.READER_PAGE_CACHE_SECONDS = 60
+
+
+def reader(email: str) -> Client:
+    client = Client()
+    client.force_login(UserFactory(email=email))
+    return client
+
+
+def page(client, url) -> tuple[str, str]:
+    response = client.get(url)
+    assert response.status_code == 200, (url, response.status_code)
+    return response[CACHE_HEADER], response.content.decode()
+
+
+def follow_label(html: str) -> str:
+    return re.search(r'<button type="submit" aria-pressed="\w+">(\w+) this topic', html).group(1)
+
+
+def saved_ids(html: str) -> set[str]:
+    """The papers whose Save button says "Saved"."""
+    forms = [form.split("</form>")[0] for form in html.split("<form")[1:]]
+    return {
+        re.search(r'action="/library/papers/(\d+)/save/"', form).group(1)
+        for form in forms
+        if "/save/" in form and 'aria-pressed="true"' in form
+    }
+
+
+def test_two_readers_share_the_page_but_each_sees_only_their_own_parts():
+    topic = TopicFactory(name="Graph learning")
+    papers = [card_paper(topics=[topic], title=f"Paper number {n}") for n in range(3)]
+    alice, bob = reader("alice@example.org"), reader("bob@example.org")
+    alice_user = get_user_model().objects.get(pk=alice.session["_auth_user_id"])
+    follow_create(user=alice_user, topic=topic)
+    library_item_save(user=alice_user, paper=papers[1])
+    url = topic.get_absolute_url()
+
+    state_a, html_a = page(alice, url)
+    state_b, html_b = page(bob, url)
+
+    assert (state_a, state_b) == ("miss", "hit")
+    assert "alice@example.org" in html_a and "bob@example.org" not in html_a
+    assert "bob@example.org" in html_b and "alice@example.org" not in html_b
+    assert follow_label(html_a) == "Unfollow" and follow_label(html_b) == "Follow"
+    assert saved_ids(html_a) == {str(papers[1].pk)} and saved_ids(html_b) == set()
+    assert "1 follower" in html_a and "1 follower" in html_b
+    # Each page carries its reader's CSRF token (the log-out, follow and save forms), never
+    # the other's: tokens are masked per request, so compare the secrets behind them.
+    secrets_a = {_unmask_cipher_token(t) for t in TOKEN.findall(html_a)}
+    secrets_b = {_unmask_cipher_token(t) for t in TOKEN.findall(html_b)}
+    assert len(secrets_a) == 1 and len(secrets_b) == 1 and secrets_a != secrets_b
+    assert secrets_b == {bob.cookies["csrftoken"].value}
+    assert not HOLE.search(html_a) and not HOLE.search(html_b)  # every hole filled
+
+
+def test_the_filled_shared_page_is_the_page_rendered_for_the_reader_alone(settings):
+    topic = TopicFactory()
+    for n in range(4):
+        card_paper(topics=[topic], title=f"Shared paper {n}")
+    carol = reader("carol@example.org")
+    url = topic.get_absolute_url()
+    page(reader("someone@example.org"), url)  # someone else fills the shared copy
+
+    state, shared = page(carol, url)
+    settings.READER_PAGE_CACHE_SECONDS = 0
+    bypass, alone = page(carol, url)
+
+    assert (state, bypass) == ("hit", "bypass")
+
+    def unmasked(html):
+        return TOKEN.sub("TOKEN", html)
+
+    assert unmasked(shared) == unmasked(alone)
+
+
+def test_a_hit_costs_the_same_few_queries_whatever_the_number_of_cards(
+    django_assert_num_queries,
+):
+    small, large = TopicFactory(), TopicFactory()
+    card_paper(topics=[small])
+    for _ in range(12):
+        card_paper(topics=[large])
+    dave = reader("dave@example.org")
+    page(reader("warm@example.org"), small.get_absolute_url())
+    page(reader("warm@example.org"), large.get_absolute_url())
+
+    # Session, user, the follow button, the saved states: none for the page itself.
+    with django_assert_num_queries(4):
+        assert page(dave, small.get_absolute_url())[0] == "hit"
+    with django_assert_num_queries(4):
+        assert page(dave, large.get_absolute_url())[0] == "hit"
+
+
+def test_following_saving_and_a_flash_message_show_on_the_next_shared_page(client):
+    topic = TopicFactory()
+    paper = card_paper(topics=[topic])
+    erin = reader("erin@example.org")
+    url = topic.get_absolute_url()
+    assert page(erin, url)[0] == "miss"
+
+    response = erin.post(f"/follows/topics/{topic.slug}/", {"action": "follow"})
+    assert response.status_code in (200, 302)
+    erin.post(f"/library/papers/{paper.pk}/save/", {"action": "save", "next": url})
+    state, html = page(erin, url)
+    assert state == "hit"
+    assert follow_label(html) == "Unfollow" and saved_ids(html) == {str(paper.pk)}
+    assert 'class="messages"' in html  # the messages the two posts left, shown once
+    assert 'class="messages"' not in page(erin, url)[1]
+
+
+def test_a_curator_decision_and_a_new_paper_show_on_the_next_request(
+    django_capture_on_commit_callbacks,
+):
+    topic = TopicFactory()
+    wrong = card_paper(topics=[topic], title="Wrongly tagged paper")
+    frank = reader("frank@example.org")
+    url = topic.get_absolute_url()
+    page(frank, url)
+    assert page(frank, url)[0] == "hit"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assignment_decide(
+            assignment=Assignment.objects.get(paper=wrong, topic=topic),
+            state="rejected",
+            user=UserFactory(),
+        )
+    state, html = page(frank, url)
+    assert state == "miss" and "Wrongly tagged paper" not in html
+
+    with django_capture_on_commit_callbacks(execute=True):
+        card_paper(topics=[topic], title="Arrived just now")
+        topic_caches_invalidate_on_commit([topic.pk])  # as the tagging services do
+    state, html = page(frank, url)
+    assert state == "miss" and "Arrived just now" in html
+
+
+def test_anonymous_and_signed_in_copies_never_mix(client):
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    grace = reader("grace@example.org")
+
+    assert page(client, url)[0] == "miss"
+    assert page(grace, url)[0] == "miss"
+    state, anonymous = page(client, url)
+    assert state == "hit"
+    assert "grace@example.org" not in anonymous and "csrfmiddlewaretoken" not in anonymous
+    assert "Log in" in anonymous and "<!--follow-topic" not in anonymous
+    state, mine = page(grace, url)
+    assert state == "hit" and "grace@example.org" in mine and "Log out" in mine
+
+
+def test_the_shared_copy_holds_no_reader_data(django_capture_on_commit_callbacks):
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    heidi = reader("heidi@example.org")
+    page(heidi, topic.get_absolute_url())
+
+    stored = [
+        value
+        for key in cache.keys(f"{pagecache._PREFIX}:reader:*")  # django-redis
+        if not key.endswith(":lock")
+        for value in [cache.get(key)]
+    ]
+    assert len(stored) == 1
+    shared = stored[0][2]
+    assert "heidi" not in shared and "csrfmiddlewaretoken" not in shared
+    assert f"<!--follow-topic:{topic.pk}-->" in shared and "<!--user-menu:-->" in shared
+
+
+def test_a_topic_gone_gives_a_404_page_with_no_holes(django_capture_on_commit_callbacks):
+    topic = TopicFactory()
+    ivan = reader("ivan@example.org")
+    url = topic.get_absolute_url()
+    page(ivan, url)
+    topic.active = False
+    with django_capture_on_commit_callbacks(execute=True):
+        topic.save()
+    response = ivan.get(url)
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert "<!--user-menu" not in html and "ivan@example.org" in html
+
+
+def test_turned_off_with_zero_seconds(settings):
+    settings.READER_PAGE_CACHE_SECONDS = 0
+    topic = TopicFactory()
+    judy = reader("judy@example.org")
+    assert page(judy, topic.get_absolute_url())[0] == "bypass"
+    assert page(judy, topic.get_absolute_url())[0] == "bypass"
+
+
+def test_personal_responses_are_private():
+    topic = TopicFactory()
+    response = reader("kim@example.org").get(topic.get_absolute_url())
+    assert "private" in response["Cache-Control"] and "Cookie" in response["Vary"]
+
+
+def test_a_message_added_before_a_hit_is_shown(rf):
+    # The messages hole reads the reader's storage on every request, hit or miss.
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    page(reader("warm2@example.org"), url)
+    request = rf.get(url)
+    request.user = UserFactory()
+    request.session = {}
+    request._messages = FallbackStorage(request)
+    messages.info(request, "Saved <b>for later</b>")
+    html = holes_fill(request, "<!--messages:-->")
+    assert html.startswith('<ul class="messages"') and "&lt;b&gt;for later" in html
+
+
+def test_paper_page_readers_share_it_with_their_own_save_button_and_report_forms(
+    django_assert_num_queries,
+):
+    first, second = TopicFactory(name="First topic"), TopicFactory(name="Second topic")
+    paper = card_paper(topics=[first, second], title="A paper two readers open")
+    lena, mike = reader("lena@example.org"), reader("mike@example.org")
+    lena_user = get_user_model().objects.get(pk=lena.session["_auth_user_id"])
+    library_item_save(user=lena_user, paper=paper)
+    assignment_report(
+        assignment=Assignment.objects.get(paper=paper, topic=first), user=lena_user, note=""
+    )
+    url = paper.get_absolute_url()
+
+    state_l, html_l = page(lena, url)
+    with django_assert_num_queries(4):  # session, user, the Save button, the report forms
+        state_m, html_m = page(mike, url)
+
+    assert (state_l, state_m) == ("miss", "hit")
+    assert "lena@example.org" in html_l and "lena@example.org" not in html_m
+    assert saved_ids(html_l) == {str(paper.pk)} and saved_ids(html_m) == set()
+    assert html_l.count("You reported this topic as wrong") == 1
+    assert html_l.count("Report to the curators") == 1
+    assert "You reported" not in html_m and html_m.count("Report to the curators") == 2
+    assert not HOLE.search(html_l) and not HOLE.search(html_m)
+    anonymous_state, anonymous = page(Client(), url)
+    assert "Report to the curators" not in anonymous and "csrfmiddlewaretoken" not in anonymous
+
+
+def test_the_filled_shared_paper_page_is_the_page_rendered_for_the_reader_alone(settings):
+    topic = TopicFactory(name="Only topic")
+    paper = card_paper(topics=[topic], title="A paper page to compare")
+    nina = reader("nina@example.org")
+    nina_user = get_user_model().objects.get(pk=nina.session["_auth_user_id"])
+    library_item_save(user=nina_user, paper=paper)
+    admin = UserFactory(email="admin@example.org", is_staff=True, is_superuser=True)
+    staff = Client()
+    staff.force_login(admin)
+    url = paper.get_absolute_url()
+    page(staff, url)  # a member of staff fills the shared copy
+
+    state, shared = page(nina, url)
+    settings.READER_PAGE_CACHE_SECONDS = 0
+    bypass, alone = page(nina, url)
+
+    assert (state, bypass) == ("hit", "bypass")
+    assert TOKEN.sub("TOKEN", shared) == TOKEN.sub("TOKEN", alone)
+    assert "admin@example.org" not in shared
