@@ -801,3 +801,26 @@ def test_a_curator_accepting_in_another_connection_while_tagging_deletes_wins(li
     before = Assignment.objects.filter(pk=kept.pk).values().get()
     papers_tag(paper_ids=[papers["reagents"].pk])
     assert Assignment.objects.filter(pk=kept.pk).values().get() == before
+
+
+def test_a_machine_assignment_stored_without_evidence_is_given_it(library, write_path):
+    """Assignments written before tagging said why get their evidence on the next run;
+    those that have it are not rewritten."""
+    papers, topics = library
+    paper_ids = [paper.pk for paper in papers.values()]
+    papers_tag(paper_ids=paper_ids)
+    silent = Assignment.objects.get(paper=papers["strings"], topic=topics["RL"])
+    Assignment.objects.filter(pk=silent.pk).update(evidence={})
+    others = {
+        row["pk"]: row["updated_at"]
+        for row in Assignment.objects.exclude(pk=silent.pk).values("pk", "updated_at")
+    }
+
+    assert papers_tag(paper_ids=paper_ids) == 1
+
+    silent.refresh_from_db()
+    assert silent.evidence == {"rule": '"reinforcement learning"', "categories": False}
+    assert {
+        row["pk"]: row["updated_at"]
+        for row in Assignment.objects.exclude(pk=silent.pk).values("pk", "updated_at")
+    } == others
