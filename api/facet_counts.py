@@ -2,9 +2,9 @@
 
 The counts live in :class:`~api.models.FacetCount`, kept by triggers on papers, assignments
 and authorships (api migration 0003) that append :class:`~api.models.FacetCountDelta` rows in
-the writing transaction. :func:`facet_counts_fold` adds the pending deltas in (one statement,
-so a reader sees every committed change or, for a fold running beside it, waits for it);
-:func:`stored_group_counts` folds, then reads the top groups: two queries (three when a group
+the writing transaction. :func:`facet_counts_fold` adds the pending deltas in (one statement
+under a lock, so a reader sees every change committed before it);
+:func:`stored_group_counts` folds, then reads the top groups: three queries (four when a group
 fell to zero), whatever the number of papers. The answer is what a live ``GROUP BY`` over
 every paper gives at the moment of the fold (``api.tests.test_facet_counts`` compares them).
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db import connection
+from django.db import connection, transaction
 
 from .models import FacetCount, FacetCountDelta
 
@@ -65,8 +65,12 @@ _PERIODS = {"submitted_year": "year", "submitted_month": "month", "submitted_wee
 
 STORED_FACETS = frozenset([*_TOP_SQL, *_PERIODS])
 
-# One statement: the deltas it deletes are exactly those it adds (a fold running beside it
-# waits on the rows it took, then skips them). Groups that fell to zero come back to delete.
+# One fold at a time (a transaction-scoped advisory lock, waited for): two folds taking the
+# same delta and count rows in different orders could otherwise deadlock.
+_FOLD_LOCK_SQL = "SELECT pg_advisory_xact_lock(%s)"
+_FOLD_LOCK = 0x61706966616365  # "apiface"
+# One statement: the deltas it deletes are exactly those it adds. Groups that fell to zero
+# come back to delete.
 _FOLD_SQL = f"""
     WITH moved AS (
         DELETE FROM {_DELTAS} RETURNING facet, key, delta
@@ -80,7 +84,7 @@ _FOLD_SQL = f"""
     SELECT (SELECT count(*) FROM moved),
         (SELECT array_agg(facet) FROM upserted WHERE count <= 0),
         (SELECT array_agg(key) FROM upserted WHERE count <= 0)"""
-# Only if still zero: a fold that committed since may have counted a new paper there.
+# The groups the fold emptied (under its lock: no other fold refilled them meanwhile).
 _EMPTY_SQL = f"""
     DELETE FROM {_COUNTS} c USING unnest(%s::varchar[], %s::bigint[]) gone (facet, key)
     WHERE c.facet = gone.facet AND c.key = gone.key AND c.count <= 0"""
@@ -89,11 +93,13 @@ _EMPTY_SQL = f"""
 def facet_counts_fold() -> int:
     """Add every committed :class:`~api.models.FacetCountDelta` into
     :class:`~api.models.FacetCount` and delete groups whose count fell to zero. Returns the
-    number of delta rows folded. One query, two when a group emptied. PostgreSQL only (raises
-    ``RuntimeError`` elsewhere: no trigger writes deltas there)."""
+    number of delta rows folded. Two queries (the lock, the fold), three when a group
+    emptied, in one transaction; a fold running beside it is waited for. PostgreSQL only
+    (raises ``RuntimeError`` elsewhere: no trigger writes deltas there)."""
     if connection.vendor != "postgresql":
         raise RuntimeError("stored facet counts need PostgreSQL")
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_FOLD_LOCK_SQL, [_FOLD_LOCK])
         cursor.execute(_FOLD_SQL)
         folded, facets, keys = cursor.fetchone()
         if facets:
@@ -106,7 +112,8 @@ def stored_group_counts(key: str, *, limit: int) -> list[tuple[object, str | Non
     ``[(group key, display name or None, paper count), ...]``, count descending then key:
     a category's code, a topic's slug, an author's id, a bool for ``withdrawn``, a
     ``datetime.date`` (the first day of the year, month or Monday week) for the submitted
-    periods. Folds first (:func:`facet_counts_fold`): two queries, three when a group emptied.
+    periods. Folds first (:func:`facet_counts_fold`): three queries, four when a group
+    emptied.
     Raises ``KeyError`` for another key."""
     if key in _PERIODS:
         sql, params = _PERIOD_SQL, {"period": _PERIODS[key], "limit": limit}
