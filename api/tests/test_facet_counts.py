@@ -197,7 +197,12 @@ def test_a_whole_corpus_facet_reads_no_paper_and_costs_three_queries(world):
         assert key in STORED_FACETS
         with CaptureQueriesContext(connection) as captured:
             group_counts(paper_rows(), key)
-        sql = [query["sql"] for query in captured.captured_queries]
+        # The test's transaction turns the fold's into a savepoint: not a query of its own.
+        sql = [
+            query["sql"]
+            for query in captured.captured_queries
+            if not query["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
+        ]
         assert len(sql) == 3, sql  # the fold's lock, the fold, the read
         assert not any(
             table in text for text in sql for table in ("papers_paper", "papers_authorship")
