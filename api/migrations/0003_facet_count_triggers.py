@@ -42,23 +42,26 @@ _TOPIC_COLUMNS = "topic_id"
 _TOPIC_WHERE = " WHERE state = 'accepted'"
 
 # An author counts distinct papers: one paper may name the same author twice (a curator's
-# merge of two names on it). For each (paper, author) pair the statement touched, ``now``
-# authorships exist after it and ``now - net`` before it; the pair adds 1 when it appears
+# merge of two names on it). For each (paper, author) pair the statement touched, ``present``
+# authorships exist after it and ``present - net`` before it; the pair adds 1 when it appears
 # and takes 1 when it disappears.
 _AUTHOR_DELTAS = """
-INSERT INTO api_facetcountdelta (facet, key, delta)
-SELECT 'author', pairs.author_id, sum((now.n > 0)::int - (now.n - pairs.net > 0)::int)
-FROM (
+WITH pairs AS (
     SELECT changed.paper_id, changed.author_id, sum(changed.sign) AS net
     FROM ({changed}) changed
     GROUP BY changed.paper_id, changed.author_id HAVING sum(changed.sign) <> 0
-) pairs
-CROSS JOIN LATERAL (
-    SELECT count(*) AS n FROM papers_authorship a
-    WHERE a.paper_id = pairs.paper_id AND a.author_id = pairs.author_id
-) now
-GROUP BY pairs.author_id
-HAVING sum((now.n > 0)::int - (now.n - pairs.net > 0)::int) <> 0
+), present AS (
+    -- One probe per paper (its few authorships), not one per (paper, author) pair.
+    SELECT a.paper_id, a.author_id, count(*) AS n FROM papers_authorship a
+    WHERE a.paper_id IN (SELECT DISTINCT paper_id FROM pairs)
+    GROUP BY a.paper_id, a.author_id
+), moved AS (
+    SELECT pairs.author_id,
+        (coalesce(present.n, 0) > 0)::int - (coalesce(present.n, 0) - pairs.net > 0)::int AS delta
+    FROM pairs LEFT JOIN present USING (paper_id, author_id)
+)
+INSERT INTO api_facetcountdelta (facet, key, delta)
+SELECT 'author', author_id, sum(delta) FROM moved GROUP BY author_id HAVING sum(delta) <> 0
 """
 _AUTHOR_COLUMNS = "paper_id, author_id"
 
