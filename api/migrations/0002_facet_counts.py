@@ -6,6 +6,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("api", "0001_initial"),
+        # For 0003's triggers (see there why not on 0003 itself).
+        ("topics", "0011_merge_reports_and_author_curation"),
     ]
 
     operations = [

@@ -175,10 +175,12 @@ def triggers_drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
+    # The triggers need the papers and topics tables. The topics side is reached through api
+    # 0002, so that a fresh plan walks the papers migrations first: on SQLite, papers 0008
+    # rebuilds papers_paper, which fails once topics 0006's triggers name it.
     dependencies = [
         ("api", "0002_facet_counts"),
         ("papers", "0012_paper_dois_lower_index"),
-        ("topics", "0011_merge_reports_and_author_curation"),
     ]
 
     operations = [migrations.RunPython(triggers_create, triggers_drop)]
