@@ -8,7 +8,7 @@
 - :func:`group_counts`: the top :data:`GROUP_LIMIT` groups of the filtered papers by one of
   :data:`GROUP_BY_KEYS`, ``[{"key", "key_display_name", "count"}, ...]``, count descending
   then key. Over every paper (no filter) on PostgreSQL, from the stored counts of
-  :mod:`api.facet_counts` (three queries, exact, whatever the number of papers). Over filtered
+  :mod:`api.facet_counts` (two to five queries, exact, whatever the number of papers). Over filtered
   papers, one ``GROUP BY`` of the matches, cached for :data:`FACET_CACHE_SECONDS` under its
   SQL and a fingerprint of the newest paper, authorship and assignment ids (one index-backed
   query): a new paper or tag makes a new key at once; an edit of an existing one (a
@@ -90,9 +90,10 @@ def group_counts(queryset: QuerySet, key: str) -> list[dict]:
     """The top :data:`GROUP_LIMIT` groups by ``key`` (one of :data:`GROUP_BY_KEYS`) of the
     papers in ``queryset``, as ``[{"key": str, "key_display_name": str, "count": int}, ...]``,
     count descending then key ascending. ``count`` is a number of distinct papers. For every
-    paper on PostgreSQL, three queries (the stored counts' fold under its lock, then their
-    read; a fourth when a group emptied); else two (the fingerprint, then the ``GROUP BY``
-    unless cached; see the module docstring)."""
+    paper on PostgreSQL, from the stored counts: two queries while nothing changed (is a
+    change pending, the read), four after a change (its fold under a lock), five when a group
+    emptied; else two (the fingerprint, then the ``GROUP BY`` unless cached; see the module
+    docstring)."""
     if _whole_corpus(queryset) and key in STORED_FACETS:
         return [
             _group(key, {"k": value, "name": name, "count": count})
