@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import importlib
 from io import StringIO
 
 import pytest
+from django.apps import apps as django_apps
 from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
+from django_celery_beat.models import PeriodicTask
 
 from api.facet_counts import STORED_FACETS, facet_counts_check, facet_counts_fold
 from api.facets import GROUP_BY_KEYS, group_counts
 from api.models import FacetCount, FacetCountDelta
 from api.selectors import paper_rows
+from api.tasks import fold_facet_counts
 from papers.author_services import authors_merge
 from papers.categories import category_sync
 from papers.ingest import papers_upsert
@@ -260,3 +264,18 @@ def test_the_command_finds_counts_written_around_the_triggers_and_rebuilds_them(
     call_command("facet_counts", "--rebuild", stdout=StringIO())
     assert facet_counts_check() == {}
     assert stored_counts() == live_counts()
+
+
+def test_the_beat_task_folds_and_its_schedule_points_at_it(world):
+    assert FacetCountDelta.objects.exists()  # the world's papers, not folded yet
+    assert fold_facet_counts() > 0
+    assert not FacetCountDelta.objects.exists() and fold_facet_counts() == 0
+    assert stored_counts() == live_counts()
+    migration = importlib.import_module("api.migrations.0004_fold_facet_counts_schedule")
+    schema_editor = type("SchemaEditor", (), {"connection": connection})()
+    PeriodicTask.objects.filter(name=migration.TASK_NAME).delete()
+    migration.schedule_create(django_apps, schema_editor)
+    migration.schedule_create(django_apps, schema_editor)  # a second run adds nothing
+    task = PeriodicTask.objects.get(name=migration.TASK_NAME)
+    assert task.task == fold_facet_counts.name and task.enabled
+    assert (task.interval.every, task.interval.period) == (5, "minutes")
