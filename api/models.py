@@ -56,3 +56,54 @@ class ApiToken(TimeStampedModel):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class FacetCount(models.Model):
+    """How many papers fall in one group of a whole-corpus facet (``api.facet_counts``).
+
+    ``facet`` is one of :class:`Facet`; ``key`` the group as an integer: a category's, topic's
+    or author's primary key, the submitted date as days since 1970-01-01, or 0/1 for
+    withdrawn. ``count`` is the number of distinct papers in the group, every paper counted
+    (withdrawn and deleted too, as the unfiltered paper list shows them). Never written by
+    Python: PostgreSQL triggers on papers, assignments and authorships append
+    :class:`FacetCountDelta` rows in the writing transaction, and
+    ``api.facet_counts.facet_counts_fold`` adds them in here. A group whose count falls to 0
+    is deleted.
+    """
+
+    class Facet(models.TextChoices):
+        PRIMARY_CATEGORY = "primary_category"
+        SUBMITTED_DAY = "submitted_day"
+        WITHDRAWN = "withdrawn"
+        TOPIC = "topic"
+        AUTHOR = "author"
+
+    facet = models.CharField(max_length=16, choices=Facet.choices)
+    key = models.BigIntegerField()
+    count = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["facet", "key"], name="facet_count_unique_key"),
+        ]
+        indexes = [
+            # The top groups of a facet (author: one of a million) as an index range scan.
+            models.Index(fields=["facet", "-count", "key"], name="facet_count_top_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.facet} {self.key}: {self.count}"
+
+
+class FacetCountDelta(models.Model):
+    """A change to :class:`FacetCount` not added in yet: ``delta`` papers (negative for
+    papers gone) in group ``key`` of ``facet``. Appended by triggers (one row per group a
+    statement changed), so concurrent writers never wait on each other's counts; removed when
+    folded."""
+
+    facet = models.CharField(max_length=16, choices=FacetCount.Facet.choices)
+    key = models.BigIntegerField()
+    delta = models.BigIntegerField()
+
+    def __str__(self):
+        return f"{self.facet} {self.key}: {self.delta:+d}"

@@ -145,7 +145,8 @@ def in_process(url: str, requests: int) -> list[tuple[str, float, float, int]]:
         ("papers/?q= (filter)", lambda: f"/api/v1/papers/?q={rng.choice(SEARCH_WORDS)}"),
         # Issue 18: facets and counts, OpenAlex's OR / NOT / comparison filters, the new
         # resources.
-        # Facets are cached (api.facets): "(cold)" rows empty the cache before each request.
+        # Filtered facets are cached (api.facets): "(cold)" rows empty the cache before each
+        # request. Unfiltered ones read stored counts (api.facet_counts), cache or not.
         (
             "papers/?group_by=primary_category (cold)",
             lambda: "/api/v1/papers/?group_by=primary_category",

@@ -6,6 +6,7 @@ are in ``topics.cards``, the topics index in ``topics.index``.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
@@ -84,9 +85,12 @@ def topic_subtree_ids(*, topic: Topic) -> list[int]:
 _NEWEST_ROWS_WHERE = "state = %s AND paper_live"
 _NEWEST_BRANCH_SQL = (
     "SELECT submitted, paper_id FROM (SELECT submitted, paper_id FROM {assignment}"
-    f" WHERE topic_id = %s AND {_NEWEST_ROWS_WHERE}"
+    f" WHERE topic_id = %s AND {_NEWEST_ROWS_WHERE}{{before}}"
     " ORDER BY submitted DESC, paper_id DESC LIMIT %s) b{n}"
 )
+# Rows strictly after a keyset position (submitted, paper id) in the newest-first order, the
+# date first so that it bounds the index range scan (as api.pagination's cursors do).
+_BEFORE_SQL = " AND submitted <= %s AND (submitted < %s OR paper_id < %s)"
 
 
 def topic_newest_paper_ids(
@@ -95,6 +99,7 @@ def topic_newest_paper_ids(
     limit: int,
     offset: int = 0,
     extra_papers: QuerySet[Paper] | None = None,
+    before: tuple[dt.date, int] | None = None,
 ) -> list[int]:
     """Ids of distinct papers that count (neither withdrawn nor deleted) with an accepted
     assignment to any topic of ``topic_ids``, ordered as :func:`topic_papers` (submitted
@@ -103,12 +108,18 @@ def topic_newest_paper_ids(
     topics and with ``offset + limit``, not with the topics' sizes. ``topic_ids`` may be a
     queryset of topics (on PostgreSQL it then runs inside the same query). ``extra_papers``,
     papers from elsewhere (a saved search's), are merged in the same order, those that count
-    only. Raises
-    ``ValueError`` for a negative ``limit`` or ``offset``."""
+    only. ``before``, a keyset position ``(submitted, paper id)``, starts the list at the
+    papers strictly after it in that order (an API cursor's next page; ``extra_papers`` then
+    refused). Raises ``ValueError`` for a negative ``limit`` or ``offset``, or ``before``
+    with ``extra_papers``."""
     if limit < 0 or offset < 0:
         raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
+    if before is not None and extra_papers is not None:
+        raise ValueError("before is not supported with extra_papers")
     if not limit:
         return []
+    before_sql = "" if before is None else _BEFORE_SQL
+    before_params = [] if before is None else [before[0], before[0], before[1]]
     # Any of the first offset + limit distinct papers is among the first offset + limit rows
     # of each of its topics: the rows above it in a topic are distinct papers above it.
     wanted = offset + limit
@@ -121,18 +132,20 @@ def topic_newest_paper_ids(
         branches.append(
             f"SELECT newest_rows.* FROM ({topics_sql}) subtree (id), LATERAL"
             f" (SELECT submitted, paper_id FROM {assignment} WHERE topic_id = subtree.id"
-            f" AND {_NEWEST_ROWS_WHERE} ORDER BY submitted DESC, paper_id DESC LIMIT %s)"
-            " newest_rows"
+            f" AND {_NEWEST_ROWS_WHERE}{before_sql}"
+            " ORDER BY submitted DESC, paper_id DESC LIMIT %s) newest_rows"
         )
-        params += [*topics_params, Assignment.State.ACCEPTED, wanted]
+        params += [*topics_params, Assignment.State.ACCEPTED, *before_params, wanted]
     else:
         for n, topic_id in enumerate(
             list(topic_ids.values_list("pk", flat=True))
             if isinstance(topic_ids, QuerySet)
             else topic_ids
         ):
-            branches.append(_NEWEST_BRANCH_SQL.format(assignment=assignment, n=n))
-            params += [topic_id, Assignment.State.ACCEPTED, wanted]
+            branches.append(
+                _NEWEST_BRANCH_SQL.format(assignment=assignment, n=n, before=before_sql)
+            )
+            params += [topic_id, Assignment.State.ACCEPTED, *before_params, wanted]
     if extra_papers is not None:
         extra_sql, extra_params = (
             extra_papers.live()

@@ -74,11 +74,21 @@ class PaperListBase(ReadView, generics.ListAPIView):
         # PostgreSQL; then the count (two at most) and the facet (one) over the same filters.
         group_by = checked_group_by(request)
         filtered = self.filter_queryset(self.get_queryset())
-        page = rows_of(self.paginate_queryset(filtered))
+        page = rows_of(self.paginate_queryset(self.page_queryset(filtered)))
         self.last_modified = rows_last_modified(page)
-        self.paginator.meta = list_count(filtered)
+        self.paginator.meta = self.list_meta(filtered)
         self.paginator.group_by = None if group_by is None else group_counts(filtered, group_by)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def page_queryset(self, filtered):
+        """The rows the paginator cuts the page from: ``filtered`` itself, or (a subclass
+        that can find the page faster) a narrower queryset holding at least the page's rows
+        and the one after it, in the same order."""
+        return filtered
+
+    def list_meta(self, filtered) -> dict:
+        """``meta`` of the answer (``api.facets.list_count`` of ``filtered``)."""
+        return list_count(filtered)
 
 
 @extend_schema_view(

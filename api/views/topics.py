@@ -4,6 +4,8 @@ its papers exported (BibTeX, CSV, JSON lines). Thin views over ``api.selectors``
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.db.models.functions import Lower
 from django.http import HttpResponsePermanentRedirect
 from django_filters.rest_framework import DjangoFilterBackend
@@ -22,7 +24,7 @@ from papers.models import Paper
 from topics import index as topics_index
 from topics import selectors as topic_selectors
 from topics.lookups import active_topic_or_redirect
-from topics.models import Topic
+from topics.models import Assignment, Topic
 from topics.momentum import topic_momentum
 
 from .. import exports
@@ -171,8 +173,51 @@ class TopicPapersView(TopicMixin, PaperListBase):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no topic
             return Paper.objects.none()
-        paper_ids = topic_selectors.topic_papers(topic=self.topic).order_by().values("id")
+        # The subtree's assignments straight (topic_papers' rows, without a second pass
+        # over papers to find the same ids).
+        paper_ids = (
+            Assignment.objects.accepted_live().in_subtree(self.topic).order_by().values("paper_id")
+        )
         return paper_rows().filter(id__in=paper_ids)
+
+    def _newest_walk(self) -> bool:
+        """Whether this request pages the topic's papers newest first, unfiltered, forwards:
+        then the page comes from the topics' newest-first index walks and the count from the
+        stored topic count, neither reading every paper of the topic."""
+        params = self.request.query_params
+        if any(params.get(name) for name in PaperFilter.base_filters):
+            return False
+        if params.get("ordering", "-submitted") != "-submitted":
+            return False
+        cursor = self.paginator.decode_cursor(self.request)
+        return cursor is None or not cursor.reverse
+
+    def page_queryset(self, filtered):
+        """Newest first, unfiltered, forwards: the page and the paper after it, found by
+        ``topics.selectors.topic_newest_paper_ids`` after the cursor's position (one index
+        range scan per topic of the subtree, ``page_size + 1`` rows each at most), then read
+        by id. Otherwise ``filtered``."""
+        if not self._newest_walk():
+            return filtered
+        cursor = self.paginator.decode_cursor(self.request)
+        before = None
+        if cursor is not None and cursor.position is not None:
+            submitted, paper_id = cursor.position
+            before = (dt.date.fromisoformat(submitted), int(paper_id))
+        ids = topic_selectors.topic_newest_paper_ids(
+            topic_ids=Topic.objects.subtree(self.topic),
+            limit=self.paginator.get_page_size(self.request) + 1,
+            before=before,
+        )
+        return paper_rows().filter(id__in=ids)
+
+    def list_meta(self, filtered) -> dict:
+        """Unfiltered: the topic's stored paper count (``topics.selectors.topic_stats``,
+        exact, no query while current); else the count of ``filtered``."""
+        if not self._newest_walk():
+            return super().list_meta(filtered)
+        count = topic_selectors.topic_paper_count(topic=self.topic)
+        return {"count": count, "count_exact": True}
 
 
 @extend_schema(
