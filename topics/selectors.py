@@ -160,10 +160,12 @@ def topic_newest_paper_ids(
     sql = (
         # No column list on the derived table: SQLite has none; every branch names its columns.
         f"SELECT paper_id FROM ({' UNION ALL '.join(branches)}) newest"
-        " GROUP BY submitted, paper_id ORDER BY submitted DESC, paper_id DESC LIMIT %s OFFSET %s"
+        " GROUP BY submitted, paper_id ORDER BY submitted DESC, paper_id DESC LIMIT %s"
+        # A cursor's page (``before``) starts at 0: no OFFSET, which the paging bench refuses.
+        + (" OFFSET %s" if offset else "")
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, limit, offset])
+        cursor.execute(sql, [*params, limit, *([offset] if offset else [])])
         return [row[0] for row in cursor.fetchall()]
 
 
