@@ -107,17 +107,22 @@ class Assignment(TimeStampedModel):
     source = models.CharField(max_length=16, choices=Source.choices)
     state = models.CharField(max_length=16, choices=State.choices, default=State.ACCEPTED)
     score = models.FloatField(null=True, blank=True)
+    # Indexed only where set (assignment_decided_by_idx): machine-made rows, nearly all of
+    # them, have no decider, and tagging inserts thousands a second.
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="assignment_decisions",
+        db_index=False,
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     evidence = models.JSONField(default=dict, db_default={}, blank=True)
     # The paper's ``submitted``, copied by database triggers (migration 0005) on every insert
-    # and whenever the paper's date changes, so a topic's newest papers are one index scan.
+    # that does not give it and whenever the paper's date changes, so a topic's newest papers
+    # are one index scan. An insert that gives it (tagging's bulk SQL, which joins the paper)
+    # gives ``paper_live`` from the same row (migration 0013).
     submitted = models.DateField(null=True, blank=True, editable=False)
     # Whether the paper counts (papers.querysets.LIVE: neither withdrawn nor deleted), copied
     # by database triggers (migration 0006) like ``submitted``, so that counts and the newest
@@ -143,6 +148,12 @@ class Assignment(TimeStampedModel):
         ]
         indexes = [
             models.Index(fields=["topic", "state"], name="assignment_topic_state_idx"),
+            # A curator's decisions (and the SET NULL when a user is deleted).
+            models.Index(
+                fields=["decided_by"],
+                condition=models.Q(decided_by__isnull=False),
+                name="assignment_decided_by_idx",
+            ),
             # A topic's accepted papers that count, newest first: the topic page's cards,
             # its paper count and momentum's per-day counts read this index alone.
             models.Index(

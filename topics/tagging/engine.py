@@ -715,12 +715,18 @@ def _plan_sql() -> dict[str, str]:
             f"SELECT {tracked_sql}, %(now)s, %(reason)s, '{history_type}' FROM written"
         )
 
+    papers = quote(Paper._meta.db_table)
+    # The paper's submitted date and liveness (papers.querysets.LIVE) from the paper row,
+    # joined here rather than looked up by the insert trigger once per row (migration 0013:
+    # the trigger runs only where ``submitted`` is not given). A paper deleted since the
+    # batch's read has no row to join and gets no assignment.
     create = (
-        f"INSERT INTO {table} "
-        "(created_at, updated_at, paper_id, topic_id, source, state, score, evidence) "
-        "SELECT %(now)s, %(now)s, paper_id, topic_id, source, state, score, evidence "
-        f"FROM {_PLAN_TABLE} "
-        "WHERE action = 'c' ORDER BY paper_id, topic_id "
+        f"INSERT INTO {table} (created_at, updated_at, paper_id, topic_id, source, state, "
+        "score, evidence, submitted, paper_live) "
+        "SELECT %(now)s, %(now)s, p.paper_id, p.topic_id, p.source, p.state, p.score, "
+        "p.evidence, paper.submitted, NOT paper.withdrawn AND paper.deleted_at IS NULL "
+        f"FROM {_PLAN_TABLE} AS p JOIN {papers} AS paper ON paper.id = p.paper_id "
+        "WHERE p.action = 'c' ORDER BY p.paper_id, p.topic_id "
         # A curator's assignment added since the batch's read wins.
         "ON CONFLICT (paper_id, topic_id) DO NOTHING"
     )

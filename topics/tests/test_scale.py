@@ -48,6 +48,48 @@ def test_tagging_writes_the_submitted_date_too():
     assert Assignment.objects.get(paper=paper, topic=topic).submitted == dt.date(2019, 5, 6)
 
 
+def test_tagging_gives_each_new_assignment_its_papers_date_and_whether_it_counts():
+    # Tagging's bulk INSERT joins the paper for both columns (the insert trigger runs only
+    # where ``submitted`` is not given, migration 0013): a withdrawn or deleted paper's new
+    # assignment starts out not counting, whatever the batch holds.
+    topic = services.topic_create(name="Holography", rule_query="holography")
+    papers = {
+        "live": PaperFactory(title="Holography one", submitted=dt.date(2019, 5, 6)),
+        "withdrawn": PaperFactory(
+            title="Holography two", submitted=dt.date(2020, 6, 7), withdrawn=True
+        ),
+        "deleted": PaperFactory(title="Holography three", submitted=dt.date(2021, 7, 8)),
+    }
+    Paper.objects.filter(pk=papers["deleted"].pk).update(
+        deleted_at=dt.datetime(2022, 1, 1, tzinfo=dt.UTC)
+    )
+
+    papers_tag(paper_ids=[paper.pk for paper in papers.values()])
+
+    stored = {
+        paper_id: (submitted, live)
+        for paper_id, submitted, live in Assignment.objects.filter(topic=topic).values_list(
+            "paper_id", "submitted", "paper_live"
+        )
+    }
+    counted = set(Paper.objects.live().values_list("pk", flat=True))
+    assert stored == {paper.pk: (paper.submitted, paper.pk in counted) for paper in papers.values()}
+    assert [key for key, paper in papers.items() if stored[paper.pk][1]] == ["live"]
+
+
+def test_saving_an_assignment_read_before_its_papers_date_changed_keeps_the_new_date():
+    # Django's save() writes every column, the copied date as it was read included; the
+    # trigger on an update naming paper_id (every save does) takes it from the paper again.
+    paper = paper_in(TopicFactory(), submitted=dt.date(2020, 1, 2))
+    assignment = Assignment.objects.get(paper=paper)
+    Paper.objects.filter(pk=paper.pk).update(submitted=dt.date(2020, 1, 9))
+
+    assignment.state = Assignment.State.REJECTED
+    assignment.save()
+
+    assert Assignment.objects.get(pk=assignment.pk).submitted == dt.date(2020, 1, 9)
+
+
 def test_a_papers_new_date_reaches_its_assignments_and_moving_one_takes_the_new_papers():
     topics = [TopicFactory(), TopicFactory()]
     paper = paper_in(*topics, submitted=dt.date(2020, 1, 2))
