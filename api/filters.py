@@ -38,14 +38,14 @@ from dataclasses import dataclass
 
 import django_filters
 from django import forms
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.db.models.functions import Coalesce
 from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
-from papers.models import Authorship, Category, Paper, PaperAffiliation
+from papers.models import Author, Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category
 from topics.index import topic_index
 from topics.models import Assignment, Topic
@@ -53,12 +53,15 @@ from topics.search import MODES, full_text_match, query_validate
 from topics.selectors import topic_by_slug
 
 __all__ = [
+    "NAME_FILTERS",
     "ORDERING_FIELDS",
     "AssignmentFilter",
     "PaperFilter",
     "PaperOrderingFilter",
     "SearchFilter",
     "TopicFilter",
+    "author_ids_matching",
+    "name_links",
 ]
 
 ORDERING_FIELDS = ("submitted", "-submitted", "updated", "-updated", "id", "-id")
@@ -296,12 +299,43 @@ class _StrictBooleanFilter(django_filters.Filter):
     field_class = StrictBooleanField
 
 
-def _name_match(queryset, value: Alternatives, links, field: str):
-    """Papers of ``queryset`` linked (``links``: authorships or paper affiliations) to a name
-    (``field``) holding any of ``value``'s texts, case-insensitive; for ``!``, papers linked
-    to none."""
-    names = Alternatives(value.values).q(lambda text: Q(**{f"{field}__icontains": text}))
-    paper_ids = links.filter(names).order_by().values("paper_id")
+# The text filters on names: the link rows (a paper's authorships, its affiliations) and
+# the name they reach.
+NAME_FILTERS = {
+    "author": (Authorship, "author__name"),
+    "affiliation": (PaperAffiliation, "affiliation__name"),
+}
+
+
+def _names_q(value: Alternatives, field: str) -> Q:
+    """``field`` holding any of ``value``'s texts, case-insensitive (``!`` ignored)."""
+    return Alternatives(value.values).q(lambda text: Q(**{f"{field}__icontains": text}))
+
+
+def name_links(name: str, value: Alternatives) -> QuerySet:
+    """The link rows of the text filter ``name`` (a key of :data:`NAME_FILTERS`: authorships
+    for ``author``, paper affiliations for ``affiliation``) whose name holds any of
+    ``value``'s texts, case-insensitive (``!`` ignored: the papers of these rows are those
+    ``!`` leaves out)."""
+    links, field = NAME_FILTERS[name]
+    return links.objects.filter(_names_q(value, field))
+
+
+def author_ids_matching(value: Alternatives, *, limit: int) -> list[int]:
+    """Ids of at most ``limit`` authors (merged variants included: they hold no authorships)
+    whose name holds any of ``value``'s texts, as ``author=`` matches them (``!`` ignored).
+    One query (the trigram index of papers 0005 serves it)."""
+    return list(
+        Author.objects.filter(_names_q(value, "name"))
+        .order_by()
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def _name_match(queryset, value: Alternatives, name: str):
+    """Papers of ``queryset`` linked (:func:`name_links`) to a name holding any of
+    ``value``'s texts, case-insensitive; for ``!``, papers linked to none."""
+    paper_ids = name_links(name, value).order_by().values("paper_id")
     if value.negated:
         return queryset.exclude(id__in=paper_ids)
     return queryset.filter(id__in=paper_ids)
@@ -424,10 +458,10 @@ class PaperFilter(django_filters.FilterSet):
         )
 
     def filter_author(self, queryset, name, value: Alternatives):
-        return _name_match(queryset, value, Authorship.objects, "author__name")
+        return _name_match(queryset, value, "author")
 
     def filter_affiliation(self, queryset, name, value: Alternatives):
-        return _name_match(queryset, value, PaperAffiliation.objects, "affiliation__name")
+        return _name_match(queryset, value, "affiliation")
 
     def filter_q(self, queryset, name, value: str):
         value = value.strip()

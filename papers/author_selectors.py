@@ -1,7 +1,8 @@
 """Reads for an author's page that need nothing but papers: the author's papers (those that
 count: neither withdrawn nor deleted), co-authors and affiliations with counts, and papers per
-submitted day. No side effects; each function runs one query whatever the number of papers.
-(The topics of an author's papers are read in ``topics.authors``: papers knows no topics.)
+submitted day; and the newest papers of a set of authors (the API's ``author=`` list). No
+side effects; each function runs one query whatever the number of papers. (The topics of an
+author's papers are read in ``topics.authors``: papers knows no topics.)
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Case, Count, IntegerField, QuerySet, Value, When
 
 from .models import Author, Authorship, Paper
@@ -22,6 +24,7 @@ __all__ = [
     "author_papers",
     "author_papers_per_day",
     "authors_matching",
+    "authors_newest_paper_ids",
     "authors_paper_counts",
 ]
 
@@ -141,3 +144,60 @@ def authors_paper_counts(*, author_ids: list[int]) -> dict[int, int]:
         .values_list("author_id", "n")
     )
     return dict(rows)
+
+
+# The newest papers of each author of a set, merged: one range scan per author on
+# authorship_author_newest_idx (author, submitted desc, paper desc), read from the index
+# alone and cut at the rows the page can need. DISTINCT per author: a curator's merge can
+# leave one author on a paper twice, and a repeated row must not take a place of the page. A
+# paper of two authors of the set counts once (GROUP BY).
+_AUTHOR_NEWEST_ROWS = (
+    "SELECT DISTINCT submitted, paper_id FROM {authorship} WHERE author_id = {author}{before}"
+    " ORDER BY submitted DESC, paper_id DESC LIMIT %s"
+)
+# Rows strictly after a keyset position (submitted, paper id) in the newest-first order, the
+# date first so that it bounds the index range scan (as api.pagination's cursors do).
+_AUTHOR_BEFORE = " AND submitted <= %s AND (submitted < %s OR paper_id < %s)"
+
+
+def authors_newest_paper_ids(
+    *, author_ids: list[int], limit: int, before: tuple[dt.date, int] | None = None
+) -> list[int]:
+    """Ids of the ``limit`` newest distinct papers (submitted descending, then id descending)
+    on which any author of ``author_ids`` is credited, withdrawn and deleted papers included
+    (as the API's paper list shows them); ``before``, a keyset position ``(submitted, paper
+    id)``, starts after it in that order (an API cursor's next page). One query whose cost
+    grows with ``len(author_ids) * limit``, not with the authors' numbers of papers: keep
+    ``author_ids`` short (on SQLite at most a few hundred: one ``UNION ALL`` branch each).
+    Raises ``ValueError`` for a negative ``limit``."""
+    if limit < 0:
+        raise ValueError(f"limit must not be negative (got {limit})")
+    if not limit or not author_ids:
+        return []
+    authorship = connection.ops.quote_name(Authorship._meta.db_table)
+    before_sql = "" if before is None else _AUTHOR_BEFORE
+    before_params = [] if before is None else [before[0], before[0], before[1]]
+
+    def rows(author: str) -> str:
+        return _AUTHOR_NEWEST_ROWS.format(authorship=authorship, author=author, before=before_sql)
+
+    if connection.vendor == "postgresql":
+        # The authors as an array, each joined to its newest rows (LATERAL).
+        merged = (
+            "SELECT newest.submitted, newest.paper_id FROM unnest(%s::bigint[]) named (id),"
+            f" LATERAL ({rows('named.id')}) newest"
+        )
+        params = [list(author_ids), *before_params, limit]
+    else:
+        merged = " UNION ALL ".join(
+            f"SELECT submitted, paper_id FROM ({rows('%s')}) b{n}" for n in range(len(author_ids))
+        )
+        params = [param for author_id in author_ids for param in (author_id, *before_params, limit)]
+    sql = (
+        # No column list on the derived table: SQLite has none; every branch names its columns.
+        f"SELECT paper_id FROM ({merged}) newest"
+        " GROUP BY submitted, paper_id ORDER BY submitted DESC, paper_id DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, limit])
+        return [row[0] for row in cursor.fetchall()]

@@ -307,7 +307,11 @@ class Authorship(models.Model):
     paper = models.ForeignKey(
         Paper, on_delete=models.CASCADE, related_name="authorships", db_index=False
     )
-    author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="authorships")
+    # No index of its own: authorship_author_newest_idx (author, -submitted, -paper) leads
+    # with it.
+    author = models.ForeignKey(
+        Author, on_delete=models.PROTECT, related_name="authorships", db_index=False
+    )
     position = models.PositiveIntegerField()
     name_raw = models.TextField(
         blank=True,
@@ -316,11 +320,22 @@ class Authorship(models.Model):
         help_text="The name as the source wrote it, when that differs from the name.",
     )
     affiliations = models.ManyToManyField(Affiliation, blank=True, related_name="authorships")
+    # The paper's submitted date, kept by database triggers (papers migration 0015) whoever
+    # writes: set on insert and when the authorship moves to another paper, rewritten when
+    # the paper's date changes. Only for the author-newest index; read the paper's.
+    submitted = models.DateField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["paper", "position"]
         constraints = [
             models.UniqueConstraint(fields=["paper", "position"], name="unique_author_position"),
+        ]
+        indexes = [
+            # An author's papers newest first, read from the index alone: the API's author=
+            # filter walks it per matching author (papers.author_selectors).
+            models.Index(
+                fields=["author", "-submitted", "-paper"], name="authorship_author_newest_idx"
+            ),
         ]
 
     def __str__(self):

@@ -3,6 +3,8 @@ page, its similar papers, and one paper as BibTeX. Thin views over ``api.selecto
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -15,6 +17,7 @@ from rest_framework import generics
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
+from papers.author_selectors import authors_newest_paper_ids
 from papers.embeddings.similar import SIMILAR_COUNT, similar_ranked
 from papers.models import Authorship, Paper
 
@@ -26,9 +29,17 @@ from ..facets import (
     FacetedCursorPagination,
     checked_group_by,
     group_counts,
+    linked_count,
     list_count,
 )
-from ..filters import PaperFilter, PaperOrderingFilter
+from ..filters import (
+    NAME_FILTERS,
+    Alternatives,
+    PaperFilter,
+    PaperOrderingFilter,
+    author_ids_matching,
+    name_links,
+)
 from ..pagination import PageNumberPagination
 from ..selectors import (
     InvalidDoi,
@@ -54,6 +65,10 @@ PAPER_ID_PARAMETER = OpenApiParameter(
     "arXiv:2401.01234, an abs or pdf URL, the arXiv DOI 10.48550/arXiv.2401.01234), or "
     "local:<n> for a paper not on arXiv.",
 )
+# The most authors ``papers/?author=`` walks newest first one by one (an index range scan
+# each, a page and one paper at most); a name matching more (a syllable, a letter) matches
+# papers densely enough that the planner's walk down the newest papers finds a page sooner.
+AUTHOR_WALK_MAX = 200
 GROUP_BY_PARAMETER = OpenApiParameter(
     GROUP_BY_PARAM,
     OpenApiTypes.STR,
@@ -103,6 +118,74 @@ class PaperListBase(ReadView, generics.ListAPIView):
 class PaperListView(PaperListBase):
     def get_queryset(self):
         return paper_rows()
+
+    def _name_filter(self) -> tuple[str, Alternatives] | None:
+        """``(name, value)`` when the request's only filter is one text filter on names
+        (``author`` or ``affiliation``, :data:`api.filters.NAME_FILTERS`) without ``!``; else
+        None. Its value was already checked by the filter backend."""
+        if not hasattr(self, "_name_filter_found"):
+            params = self.request.query_params
+            used = [name for name in PaperFilter.base_filters if params.get(name)]
+            found = None
+            if len(used) == 1 and used[0] in NAME_FILTERS:
+                value = PaperFilter.base_filters[used[0]].field.clean(params[used[0]])
+                if value is not None and not value.negated:
+                    found = (used[0], value)
+            self._name_filter_found = found
+        return self._name_filter_found
+
+    def _walked_authors(self) -> list[int] | None:
+        """The ids of the authors ``author=`` matches when the page can come from their
+        newest-first index walks: the filter alone, newest first, forwards, at most
+        :data:`AUTHOR_WALK_MAX` authors (one query to find them); else None."""
+        if not hasattr(self, "_walked_authors_found"):
+            found = None
+            name = self._name_filter()
+            # The ordering first: a cursor is read in the ordering it was made for.
+            if (
+                name is not None
+                and name[0] == "author"
+                and self.request.query_params.get("ordering", "-submitted") == "-submitted"
+                and not getattr(self.paginator.decode_cursor(self.request), "reverse", False)
+            ):
+                ids = author_ids_matching(name[1], limit=AUTHOR_WALK_MAX + 1)
+                found = ids if len(ids) <= AUTHOR_WALK_MAX else None
+            self._walked_authors_found = found
+        return self._walked_authors_found
+
+    def page_queryset(self, filtered):
+        """``author=`` alone, newest first, forwards, few matching authors: the page and the
+        paper after it from ``papers.author_selectors.authors_newest_paper_ids`` after the
+        cursor's position (one index range scan per author, ``page_size + 1`` rows each at
+        most, instead of fetching every paper of the authors to sort them), then read by id.
+        Otherwise ``filtered``."""
+        author_ids = self._walked_authors()
+        if author_ids is None:
+            return filtered
+        cursor = self.paginator.decode_cursor(self.request)
+        before = None
+        if cursor is not None and cursor.position is not None:
+            submitted, paper_id = cursor.position
+            before = (dt.date.fromisoformat(submitted), int(paper_id))
+        ids = authors_newest_paper_ids(
+            author_ids=author_ids,
+            limit=self.paginator.get_page_size(self.request) + 1,
+            before=before,
+        )
+        return paper_rows().filter(id__in=ids)
+
+    def list_meta(self, filtered) -> dict:
+        """A name filter alone: counted from its authorships or paper affiliations
+        (``api.facets.linked_count``); else the count of ``filtered``."""
+        name = self._name_filter()
+        if name is None:
+            return super().list_meta(filtered)
+        author_ids = self._walked_authors()
+        if author_ids is not None:
+            links = Authorship.objects.filter(author_id__in=author_ids)
+        else:
+            links = name_links(*name)
+        return linked_count(filtered, links)
 
 
 @extend_schema(
