@@ -3,7 +3,7 @@ for rules + classifier, with and without history rows for machine writes, and wi
 vectors stored (rules + classifier + semantic similarity).
 
     .venv/bin/python bench/bench_tagging.py [--papers 50000] [--workers 2]
-        [--openalex-field NAME] [--keep] [--smoke]
+        [--openalex-field NAME] [--repeats 3] [--keep] [--smoke]
         [--database-url postgres://postgres@127.0.0.1:5432/topicsite_bench_tagging]
 
 1. A fresh database (dropped and created; dropped again at the end unless ``--keep``), filled
@@ -28,7 +28,9 @@ vectors stored (rules + classifier + semantic similarity).
    many Celery worker processes on the ``tag`` queue would), timed from start to the last one
    done.
 
-Prints topics (with a rule, with a model), papers/s per run (wall clock) and per CPU second of
+Prints topics (with a rule, with a model), papers/s per run (wall clock; the median of
+``--repeats`` rounds of first and second run, every round's rate beside it: on a shared
+machine one run can be 15% off the next) and per CPU second of
 the tagging processes (user + system, threads and forked children included; PostgreSQL's own
 work is not in it: what the rate would be with a core to itself for the Python, while the
 server keeps up), assignments written, the load average (other work on the machine slows
@@ -84,6 +86,13 @@ def main() -> None:
     parser.add_argument(
         "--embedded", type=int, default=None, help="real papers to embed (default: all)"
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="Runs of each configuration; the median is printed, with every run's rate "
+        "(default 3; 1 under --smoke).",
+    )
     parser.add_argument("--smoke", action="store_true", help="2,000 papers, own database (CI)")
     parser.add_argument(
         "--profile",
@@ -92,7 +101,7 @@ def main() -> None:
     )
     options = parser.parse_args()
     if options.smoke:
-        options.papers, options.workers = 2_000, 2
+        options.papers, options.workers, options.repeats = 2_000, 2, 1
         options.embedded = 200
     options.database_url = options.database_url or (
         smoke_database_url(DEFAULT_DATABASE_URL, "tagging")
@@ -209,22 +218,34 @@ def run(options) -> None:
     def timed(label: str) -> float:
         first_rates = []
         for workers in sorted({1, options.workers}):
-            resampled.delete()
-            for run_name in ("first run", "second run"):
-                cpu_before = _cpu_seconds()
-                started = time.perf_counter()
-                written = tag_in_processes(paper_ids, workers)
-                seconds = time.perf_counter() - started
-                cpu = _cpu_seconds() - cpu_before
+            # (seconds, CPU seconds, assignments written) per repeat, per run
+            runs: dict[str, list[tuple[float, float, int]]] = {"first run": [], "second run": []}
+            for _ in range(options.repeats):
+                resampled.delete()
+                for run_name, timings in runs.items():
+                    cpu_before = _cpu_seconds()
+                    started = time.perf_counter()
+                    written = tag_in_processes(paper_ids, workers)
+                    timings.append(
+                        (time.perf_counter() - started, _cpu_seconds() - cpu_before, written)
+                    )
+                    if options.smoke and (not written if run_name == "first run" else written):
+                        raise SystemExit(
+                            f"smoke: {label}, {run_name}: {written} assignments written"
+                        )
+            for run_name, timings in runs.items():
+                seconds, cpu, written = sorted(timings)[len(timings) // 2]  # the median run
                 rate = len(paper_ids) / seconds
                 if run_name == "first run":
                     first_rates.append(rate)
-                if options.smoke and (not written if run_name == "first run" else written):
-                    raise SystemExit(f"smoke: {label}, {run_name}: {written} assignments written")
+                spread = ""
+                if len(timings) > 1:
+                    rates = sorted(len(paper_ids) / timing[0] for timing in timings)
+                    spread = f"runs {' '.join(f'{value:,.0f}' for value in rates)}; "
                 print(
                     f"  {label:<36} {workers} proc. {run_name:<10} {rate:>8,.0f} papers/s  "
                     f"{len(paper_ids) / cpu:>8,.0f} per CPU s  "
-                    f"({written:,} assignments written in {seconds:.2f} s; "
+                    f"({written:,} assignments written in {seconds:.2f} s; {spread}"
                     f"load average {os.getloadavg()[0]:.1f})"
                 )
         return first_rates[0]

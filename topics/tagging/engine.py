@@ -101,9 +101,11 @@ class _TopicRule:
     category_ids: frozenset[int]
     query: str = ""
 
-    @property
+    @functools.cached_property
     def evidence(self) -> dict:
-        """Why a match is placed: the rule's query, and whether categories restrict it."""
+        """Why a match is placed: the rule's query, and whether categories restrict it. One
+        dict per rule and run, shared by all its matches (never changed): a batch's write
+        serialises it once (:func:`_plan_write_sql`)."""
         return {"rule": self.query, "categories": bool(self.category_ids)}
 
 
@@ -347,12 +349,12 @@ def _wanted_assignments(
                 topic_rule.evidence,
             )
     if classifier is not None:
+        evidence = {"classifier": classifier.version}  # shared, as a rule's is
         for candidate in classifier.candidates(texts, margin=tagger.review_margin):
             key = (papers[candidate.row][0], candidate.topic_id)
             if key in wanted or candidate.topic_id not in tagger.topic_ids:
                 continue
             state = Assignment.State.ACCEPTED if candidate.accepted else Assignment.State.PENDING
-            evidence = {"classifier": classifier.version}
             wanted[key] = (Assignment.Source.CLASSIFIER, state, candidate.score, evidence)
     semantic = tagger.semantic() if vectors else None
     if semantic is not None:
@@ -770,15 +772,25 @@ def _plan_write_sql(plan: _TagPlan, paper_ids: list[int], tagger: _Tagger, now) 
     statements = _plan_sql()
     params = {"now": now, "reason": tagger.change_reason}
     suffix = "_recorded" if tagger.history else ""
+    # Evidence as JSON, once per dict: a rule's matches share theirs (three in four rows of
+    # a first run). The plan holds every dict for the call, so no id is reused meanwhile.
+    dumped: dict[int, str] = {}
+
+    def as_json(evidence: dict) -> str:
+        text = dumped.get(id(evidence))
+        if text is None:
+            text = dumped[id(evidence)] = json.dumps(evidence)
+        return text
+
     with connection.cursor() as cursor:
         cursor.execute(statements["prepare"])
         with cursor.cursor.copy(statements["copy"]) as copy:
             for paper_id, topic_id, source, state, score, evidence in plan.create:
                 copy.write_row(
-                    ("c", None, paper_id, topic_id, source, state, score, json.dumps(evidence))
+                    ("c", None, paper_id, topic_id, source, state, score, as_json(evidence))
                 )
             for pk, source, state, score, evidence in plan.update:
-                copy.write_row(("u", pk, None, None, source, state, score, json.dumps(evidence)))
+                copy.write_row(("u", pk, None, None, source, state, score, as_json(evidence)))
             for pk in plan.delete:
                 copy.write_row(("d", pk, None, None, None, None, None, None))
         written = len(plan.create)
