@@ -204,39 +204,15 @@ def cache_anonymous_page(*, query_params: tuple[str, ...] = (), signed_in: bool 
                 response = view(request, *args, **kwargs)
                 response[CACHE_HEADER] = "bypass"
                 return response
-            found = cache.get_many([VERSION_KEY, key])
-            version, entry = found.get(VERSION_KEY), found.get(key)
-            locked = False
-            if entry is not None:
-                entry_version, content_type, content = entry
-                if entry_version == version or not (
-                    locked := cache.add(f"{key}:lock", 1, timeout=_LOCK_SECONDS)
-                ):
-                    response = HttpResponse(content, content_type=content_type)
-                    response[CACHE_HEADER] = "hit"
-                    patch_vary_headers(response, ("Cookie",))
-                    return response
-            try:
-                try:
-                    response = view(request, *args, **kwargs)
-                except Exception:  # Http404 included: the page went away
-                    if entry is not None:
-                        cache.delete(key)
-                    raise
-                if _shareable(request, response):
-                    cache.set(
-                        key,
-                        (version, response["Content-Type"], response.content),
-                        timeout=settings.PAGE_CACHE_SECONDS,
-                    )
-                elif entry is not None:
-                    # The page is gone or no longer shareable (a topic deactivated, a
-                    # redirect): others must stop getting the previous copy meanwhile.
-                    cache.delete(key)
-            finally:
-                if locked:
-                    cache.delete(f"{key}:lock")
-            response[CACHE_HEADER] = "miss"
+
+            def render():
+                response = view(request, *args, **kwargs)
+                return response, response.content if _shareable(request, response) else None
+
+            response, state = _through_cache(
+                key, settings.PAGE_CACHE_SECONDS, render, lambda content: content
+            )
+            response[CACHE_HEADER] = state
             patch_vary_headers(response, ("Cookie",))
             return response
 
@@ -245,48 +221,68 @@ def cache_anonymous_page(*, query_params: tuple[str, ...] = (), signed_in: bool 
     return decorator
 
 
-def _reader_page(view, key: str, request, args, kwargs):
-    """The page of ``view`` for a signed-in reader: the copy signed-in readers share (rendered
-    with holes, kept under ``key`` with the site-wide version; one rebuild at a time as for
-    anonymous pages), its holes filled for this reader."""
+def _through_cache(key: str, timeout: int, render, shown):
+    """``(response, "hit" | "miss")``: the copy kept under ``key`` while it carries the
+    site-wide version (``shown(content)`` its body), else ``render()``'s page, kept for
+    ``timeout`` seconds. ``render`` returns ``(response, content to keep or None)``; ``None``
+    (a page that is not shareable) drops a kept copy, as does an exception (Http404
+    included: the page went away). While one request rebuilds an outdated copy (a lock in
+    the cache), the others are given that copy rather than rebuilding it too."""
     found = cache.get_many([VERSION_KEY, key])
     version, entry = found.get(VERSION_KEY), found.get(key)
     locked = False
     if entry is not None:
-        entry_version, content_type, shared = entry
+        entry_version, content_type, content = entry
         if entry_version == version or not (
             locked := cache.add(f"{key}:lock", 1, timeout=_LOCK_SECONDS)
         ):
-            response = HttpResponse(holes_fill(request, shared), content_type=content_type)
-            return _personal(response, "hit")
+            return HttpResponse(shown(content), content_type=content_type), "hit"
     try:
-        holes_share(request)
         try:
-            response = view(request, *args, **kwargs)
-        except Exception:  # Http404 included: the page went away
+            response, content = render()
+        except Exception:
             if entry is not None:
                 cache.delete(key)
             raise
-        finally:
-            # Anything rendered from here on (an error page, the filling) is this reader's.
-            holes_share(request, False)
-        shared = None
-        if not response.streaming:
-            shared = response.content.decode(response.charset)
-        if shared is not None and _shareable(request, response):
-            cache.set(
-                key,
-                (version, response["Content-Type"], shared),
-                timeout=settings.READER_PAGE_CACHE_SECONDS,
-            )
+        if content is not None:
+            cache.set(key, (version, response["Content-Type"], content), timeout=timeout)
         elif entry is not None:
+            # The page is gone or no longer shareable (a topic deactivated, a redirect):
+            # others must stop getting the previous copy meanwhile.
             cache.delete(key)
     finally:
         if locked:
             cache.delete(f"{key}:lock")
-    if shared is not None:
+    return response, "miss"
+
+
+def _reader_page(view, key: str, request, args, kwargs):
+    """The page of ``view`` for a signed-in reader: the copy signed-in readers share (rendered
+    with holes, kept under ``key`` with the site-wide version; one rebuild at a time as for
+    anonymous pages), its holes filled for this reader."""
+
+    def render():
+        holes_share(request)
+        try:
+            response = view(request, *args, **kwargs)
+        finally:
+            # Anything rendered from here on (an error page, the filling) is this reader's.
+            holes_share(request, False)
+        if response.streaming:
+            return response, None
+        shared = response.content.decode(response.charset)
+        # Judged before the filling, which may give this reader a CSRF cookie.
+        keep = _shareable(request, response)
         response.content = holes_fill(request, shared)
-    return _personal(response, "miss")
+        return response, shared if keep else None
+
+    response, state = _through_cache(
+        key,
+        settings.READER_PAGE_CACHE_SECONDS,
+        render,
+        lambda shared: holes_fill(request, shared),
+    )
+    return _personal(response, state)
 
 
 def _personal(response, state: str):
