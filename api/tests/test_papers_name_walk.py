@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from api import facets
+from api.tests.paging import walk
 from api.views import papers as paper_views
 from papers.author_selectors import authors_newest_paper_ids
 from papers.author_services import authors_merge
@@ -79,19 +80,6 @@ def expected(*texts: str, negated: bool = False) -> list[str]:
     }
     papers = Paper.objects.order_by("-submitted", "-id")
     return [p.identifier for p in papers if (p.pk in matched) != negated]
-
-
-def walk(client, url: str) -> tuple[list[str], set[int]]:
-    """Every paper id along ``next`` from ``url``, and the ``meta.count`` of each page."""
-    seen, counts = [], set()
-    while url:
-        response = client.get(url)
-        assert response.status_code == 200, response.content
-        body = response.json()
-        seen += [paper["id"] for paper in body["results"]]
-        counts.add(body["meta"]["count"])
-        url = body["next"]
-    return seen, counts
 
 
 @pytest.mark.parametrize("page_size", [1, 2, 25])

@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from api.tests.paging import walk
 from papers.models import Paper
 from topics.assignments import assignment_decide
 from topics.models import Assignment
@@ -40,19 +41,6 @@ def crowded_subtree(world):
         if n == 5:
             Assignment.objects.filter(paper=paper).update(state=Assignment.State.REJECTED)
     return world
-
-
-def walk(client, url: str) -> tuple[list[str], set[int]]:
-    """Every paper id along ``next`` from ``url``, and the ``meta.count`` of each page."""
-    seen, counts = [], set()
-    while url:
-        response = client.get(url)
-        assert response.status_code == 200, response.content
-        body = response.json()
-        seen += [paper["id"] for paper in body["results"]]
-        counts.add(body["meta"]["count"])
-        url = body["next"]
-    return seen, counts
 
 
 @pytest.mark.parametrize("page_size", [1, 3, 25])
