@@ -16,6 +16,7 @@ the cap, is a 400 naming the parameter (DRF would silently fall back to the defa
 """
 
 import base64
+import datetime as dt
 from urllib.parse import parse_qs, urlencode
 
 from django.db.models import Q
@@ -158,6 +159,16 @@ class PaperCursorPagination(pagination.CursorPagination):
         ):
             return pagination.Cursor(offset=0, reverse=reverse, position=tuple(position))
         raise ValidationError({"cursor": [INVALID_CURSOR]})
+
+    def newest_before(self, request) -> tuple[dt.date, int] | None:
+        """For the newest-first order (``-submitted``, ``-id``): the ``(submitted, paper
+        pk)`` the request's cursor stands at, the page being the papers after it; None on the
+        first page. Raises ``ValidationError`` as :meth:`decode_cursor` does."""
+        cursor = self.decode_cursor(request)
+        if cursor is None or cursor.position is None:
+            return None
+        submitted, paper_id = cursor.position
+        return dt.date.fromisoformat(submitted), int(paper_id)
 
     def get_schema_operation_parameters(self, view):
         return _page_size_parameter(

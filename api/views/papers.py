@@ -3,8 +3,6 @@ page, its similar papers, and one paper as BibTeX. Thin views over ``api.selecto
 
 from __future__ import annotations
 
-import datetime as dt
-
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -162,11 +160,7 @@ class PaperListView(PaperListBase):
         author_ids = self._walked_authors()
         if author_ids is None:
             return filtered
-        cursor = self.paginator.decode_cursor(self.request)
-        before = None
-        if cursor is not None and cursor.position is not None:
-            submitted, paper_id = cursor.position
-            before = (dt.date.fromisoformat(submitted), int(paper_id))
+        before = self.paginator.newest_before(self.request)
         ids = authors_newest_paper_ids(
             author_ids=author_ids,
             limit=self.paginator.get_page_size(self.request) + 1,

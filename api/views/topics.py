@@ -4,8 +4,6 @@ its papers exported (BibTeX, CSV, JSON lines). Thin views over ``api.selectors``
 
 from __future__ import annotations
 
-import datetime as dt
-
 from django.db.models.functions import Lower
 from django.http import HttpResponsePermanentRedirect
 from django_filters.rest_framework import DjangoFilterBackend
@@ -199,11 +197,7 @@ class TopicPapersView(TopicMixin, PaperListBase):
         by id. Otherwise ``filtered``."""
         if not self._newest_walk():
             return filtered
-        cursor = self.paginator.decode_cursor(self.request)
-        before = None
-        if cursor is not None and cursor.position is not None:
-            submitted, paper_id = cursor.position
-            before = (dt.date.fromisoformat(submitted), int(paper_id))
+        before = self.paginator.newest_before(self.request)
         ids = topic_selectors.topic_newest_paper_ids(
             topic_ids=Topic.objects.subtree(self.topic),
             limit=self.paginator.get_page_size(self.request) + 1,
