@@ -15,6 +15,8 @@ under an exclusive lock; the database side here only drops the indexes, ``CONCUR
 
 from django.db import migrations, models
 
+from topicsite.migration_indexes import indexes_run
+
 # (table, column(s), index name as Django created it)
 INDEXES = (
     ("papers_paper", "primary_category_id", "papers_paper_primary_category_id_20a5b8ce"),
@@ -23,21 +25,6 @@ INDEXES = (
     ("papers_authorship", "paper_id", "papers_authorship_paper_id_e204c1b4"),
     ("papers_paperaffiliation", "paper_id", "papers_paperaffiliation_paper_id_961d03da"),
 )
-
-
-def _run(drop: bool):
-    def run(apps, schema_editor):
-        # SQLite (the embedded default) has the same indexes, and no CONCURRENTLY.
-        concurrently = " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
-        for table, column, name in INDEXES:
-            if drop:
-                schema_editor.execute(f'DROP INDEX{concurrently} IF EXISTS "{name}"')
-            else:
-                schema_editor.execute(
-                    f'CREATE INDEX{concurrently} IF NOT EXISTS "{name}" ON "{table}" ("{column}")'
-                )
-
-    return run
 
 
 class Migration(migrations.Migration):
@@ -50,7 +37,11 @@ class Migration(migrations.Migration):
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunPython(_run(drop=True), _run(drop=False), elidable=False)
+                migrations.RunPython(
+                    indexes_run(INDEXES, drop=True),
+                    indexes_run(INDEXES, drop=False),
+                    elidable=False,
+                )
             ],
             state_operations=[
                 migrations.AlterField(

@@ -32,6 +32,8 @@ database. SQLite (the embedded default) gets the same column, triggers, index an
 
 from django.db import migrations, models
 
+from topicsite.migration_indexes import index_create, index_drop
+
 BATCH = 50_000
 INDEX = "authorship_author_newest_idx"
 INDEX_COLUMNS = '"author_id", "submitted" DESC, "paper_id" DESC'
@@ -133,26 +135,10 @@ def backfill(apps, schema_editor):
 
 def _index_run(create: bool, name: str, columns: str):
     def run(apps, schema_editor):
-        postgresql = schema_editor.connection.vendor == "postgresql"
-        concurrently = " CONCURRENTLY" if postgresql else ""
-        if create and postgresql:
-            # An interrupted CREATE INDEX CONCURRENTLY leaves an invalid index that IF NOT
-            # EXISTS would keep: drop it and build again.
-            with schema_editor.connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-                    " WHERE c.relname = %s AND NOT i.indisvalid",
-                    [name],
-                )
-                if cursor.fetchone():
-                    schema_editor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
         if create:
-            schema_editor.execute(
-                f'CREATE INDEX{concurrently} IF NOT EXISTS "{name}"'
-                f' ON "papers_authorship" ({columns})'
-            )
+            index_create(schema_editor, name, "papers_authorship", columns)
         else:
-            schema_editor.execute(f'DROP INDEX{concurrently} IF EXISTS "{name}"')
+            index_drop(schema_editor, name)
 
     return run
 

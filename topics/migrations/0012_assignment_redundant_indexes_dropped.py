@@ -13,6 +13,8 @@ PostgreSQL (a non-atomic migration), as ``papers`` 0014 does.
 from django.conf import settings
 from django.db import migrations, models
 
+from topicsite.migration_indexes import indexes_run
+
 # (table, column, index name as Django created it)
 INDEXES = (
     ("topics_assignment", "paper_id", "topics_assignment_paper_id_378a614d"),
@@ -30,21 +32,6 @@ INDEXES = (
 )
 
 
-def _run(drop: bool):
-    def run(apps, schema_editor):
-        # SQLite (the embedded default) has the same indexes, and no CONCURRENTLY.
-        concurrently = " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
-        for table, column, name in INDEXES:
-            if drop:
-                schema_editor.execute(f'DROP INDEX{concurrently} IF EXISTS "{name}"')
-            else:
-                schema_editor.execute(
-                    f'CREATE INDEX{concurrently} IF NOT EXISTS "{name}" ON "{table}" ("{column}")'
-                )
-
-    return run
-
-
 class Migration(migrations.Migration):
     atomic = False
 
@@ -57,7 +44,11 @@ class Migration(migrations.Migration):
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunPython(_run(drop=True), _run(drop=False), elidable=False)
+                migrations.RunPython(
+                    indexes_run(INDEXES, drop=True),
+                    indexes_run(INDEXES, drop=False),
+                    elidable=False,
+                )
             ],
             state_operations=[
                 migrations.AlterField(

@@ -20,8 +20,12 @@ triggers, migration 0005) are unchanged.
 from django.conf import settings
 from django.db import migrations, models
 
+from topicsite.migration_indexes import index_create, index_drop
+
 OLD_INDEX = "topics_assignment_decided_by_id_aa5d40ad"
 NEW_INDEX = "assignment_decided_by_idx"
+TABLE = "topics_assignment"
+COLUMN = '"decided_by_id"'
 
 POSTGRES_TRIGGER_SPLIT = """
 DROP TRIGGER IF EXISTS topics_assignment_submitted ON topics_assignment;
@@ -45,15 +49,12 @@ CREATE TRIGGER topics_assignment_submitted
 
 def _indexes(forwards: bool):
     def run(apps, schema_editor):
-        concurrently = " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
-        table = "topics_assignment"
-        create, drop = (NEW_INDEX, OLD_INDEX) if forwards else (OLD_INDEX, NEW_INDEX)
-        condition = ' WHERE "decided_by_id" IS NOT NULL' if forwards else ""
-        schema_editor.execute(
-            f'CREATE INDEX{concurrently} IF NOT EXISTS "{create}" ON "{table}" '
-            f'("decided_by_id"){condition}'
-        )
-        schema_editor.execute(f'DROP INDEX{concurrently} IF EXISTS "{drop}"')
+        if forwards:
+            index_create(schema_editor, NEW_INDEX, TABLE, COLUMN, where=f"{COLUMN} IS NOT NULL")
+            index_drop(schema_editor, OLD_INDEX)
+        else:
+            index_create(schema_editor, OLD_INDEX, TABLE, COLUMN)
+            index_drop(schema_editor, NEW_INDEX)
 
     return run
 
