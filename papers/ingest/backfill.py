@@ -45,6 +45,7 @@ from papers.models import Paper
 from papers.parsers.snapshot import parse_snapshot_line
 from papers.records import ParseError
 from papers.signals import papers_stored
+from topicsite.interpreter import garbage_collection_paused
 
 from .checks import record_prepare
 from .deleted import papers_live_changed_on_commit
@@ -177,7 +178,7 @@ def snapshot_import(
 
     with (
         path.open("rb") as raw,
-        _garbage_collected_between_batches(),
+        garbage_collection_paused(),
         _parsing_pool(workers) as pool,
     ):
         stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
@@ -473,18 +474,3 @@ def read_ahead(items: Iterator[_Batch]) -> Iterator[Iterator[_Batch]]:
         stop.set()
         may_make.release()
         thread.join()
-
-
-@contextmanager
-def _garbage_collected_between_batches() -> Iterator[None]:
-    """Pause automatic garbage collection; objects that exist already are set aside
-    (``gc.freeze``) so that the import's own collections only look at the import's objects."""
-    enabled = gc.isenabled()
-    gc.disable()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        if enabled:
-            gc.enable()

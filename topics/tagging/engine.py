@@ -12,6 +12,7 @@ no decision).
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import logging
 from collections import defaultdict
@@ -40,6 +41,7 @@ from threadpoolctl import ThreadpoolController
 from papers.embeddings.encoder import EncoderUnavailable
 from papers.embeddings.vectors import load_vectors
 from papers.models import Paper
+from topicsite.interpreter import garbage_collection_paused, switch_interval
 
 from ..caches import topic_caches_invalidate_on_commit
 from ..models import Assignment, Topic
@@ -74,6 +76,15 @@ TAG_CHUNK_SIZE = 1000
 # (:class:`~topics.tagging.rules.LiteralIndex`), instead of trying every rule on every paper.
 RULE_INDEX_MIN_RULES = 64
 LITERAL_INDEX_MIN_RULES = 1
+# The interpreter's switch interval (seconds) while a pipelined run's threads work: after each
+# round trip to PostgreSQL the reader and the writer wait for the GIL, which the judging
+# thread keeps for up to the interval (5 ms by default). A batch's write makes about eight
+# round trips, so at 5 ms the writer lost up to 40 ms a batch and became the run's
+# critical path (``bench/README.md``, issue 16: 7,968 against 10,326 papers/s at 0.5 ms,
+# interleaved in one process).
+TAG_SWITCH_INTERVAL = 0.0005
+# Batches between two garbage collections (:func:`_collected_between`).
+TAG_COLLECT_EVERY = 10
 
 MACHINE_SOURCES = (
     Assignment.Source.RULE,
@@ -289,13 +300,13 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
     Raises ``topics.tagging.classifier.ClassifierLoadError`` when the active classifier cannot be
     loaded (nothing is written then).
     """
-    with _blas().limit(limits=1, user_api="blas"):
+    with _blas().limit(limits=1, user_api="blas"), garbage_collection_paused():
         return _papers_tag(paper_ids)
 
 
 def _papers_tag(paper_ids: Sequence[int]) -> int:
     tagger = _tagger()
-    batches = chunked(sorted(set(paper_ids)), TAG_BATCH_SIZE)
+    batches = _collected_between(chunked(sorted(set(paper_ids)), TAG_BATCH_SIZE))
     if (
         connection.in_atomic_block
         or connection.vendor != "postgresql"
@@ -306,6 +317,17 @@ def _papers_tag(paper_ids: Sequence[int]) -> int:
         # readers wait; one batch has nothing to overlap.
         return sum(_tag_batch(batch, tagger) for batch in batches)
     return _tag_pipelined(batches, tagger)
+
+
+def _collected_between(batches: Iterable[list[int]]) -> Iterator[list[int]]:
+    """``batches``, with a garbage collection before every :data:`TAG_COLLECT_EVERY`-th after
+    the first: tagging runs with automatic collection paused (what a batch makes is freed by
+    reference counting; a run's collections looked at the process's every object, 0.16 s
+    per 20,000 papers), so what cycles a long run leaves are collected here."""
+    for number, batch in enumerate(batches):
+        if number and not number % TAG_COLLECT_EVERY:
+            gc.collect()
+        yield batch
 
 
 def _wanted_assignments(
@@ -364,6 +386,7 @@ def _wanted_assignments(
         fit = semantic.fits(matrix, cosine=cosine)
         _classifier_vetoed(wanted, rows, semantic.vetoes(cosine, fit), semantic)
         settled = _settled(wanted, rows, fit, semantic)
+        placed = []
         for candidate in semantic.candidates(matrix, cosine=cosine, fit=fit):
             key = (rows[candidate.row][0], candidate.topic_id)
             if candidate.topic_id not in tagger.topic_ids:
@@ -377,10 +400,15 @@ def _wanted_assignments(
                 or not candidate.accepted
             ):
                 continue
+            placed.append((key, candidate))  # each pair once: candidates are (row, topic)
+        nearest = semantic.nearest_labelled_many(
+            matrix, [(candidate.row, candidate.topic_id) for _, candidate in placed]
+        )
+        for (key, candidate), nearest_ids in zip(placed, nearest, strict=True):
             state = Assignment.State.ACCEPTED if candidate.accepted else Assignment.State.PENDING
             evidence = {
                 "cosine": candidate.cosine,
-                "nearest": semantic.nearest_labelled(matrix[candidate.row], candidate.topic_id),
+                "nearest": nearest_ids,
                 "labels": semantic.metrics[candidate.topic_id]["positives"],
             }
             wanted[key] = (Assignment.Source.SEMANTIC, state, candidate.score, evidence)
@@ -634,10 +662,12 @@ def _tag_pipelined(batches: Iterable[list[int]], tagger: _Tagger) -> int:
     thread writes the batch before (an INSERT of a thousand rows and their history, waiting on
     PostgreSQL). At most one batch is in reading and one in writing at a time, written in
     order; an error in any stage stops the run and is raised here (batches already written
-    stay, whole)."""
+    stay, whole). The run keeps the switch interval at :data:`TAG_SWITCH_INTERVAL`, so the
+    reader and the writer get the GIL back soon after each round trip."""
     written = 0
     batches = iter(batches)
     with (
+        switch_interval(TAG_SWITCH_INTERVAL),
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="tag-read") as reader,
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="tag-write") as writer,
     ):

@@ -6,6 +6,8 @@ written twice, a failed read or write stops the run with nothing half-written, a
 threads' connections are closed afterwards. Real commits, so these tests use
 ``transaction=True``."""
 
+import gc
+import sys
 import threading
 import time
 
@@ -178,3 +180,37 @@ def test_a_failed_read_stops_the_run_after_the_batches_before_it(papers, monkeyp
     assert tagged <= set(paper_ids[:4])
     assert set(paper_ids[:2]) <= tagged
     assert connections_to_this_database(before) == before
+
+
+def test_the_run_shortens_the_switch_interval_and_restores_it(papers, monkeypatch):
+    """The reader and writer threads wait for the GIL after every round trip; the run keeps
+    the switch interval short while they work and gives the process its own back after,
+    also when a stage fails; likewise the paused garbage collector."""
+    paper_ids = sorted(paper.pk for paper in papers)
+    monkeypatch.setattr(engine, "TAG_BATCH_SIZE", 2)
+    seen = []
+    judge = engine._batch_judged
+
+    def spy(read, tagger):
+        seen.append((sys.getswitchinterval(), gc.isenabled()))
+        return judge(read, tagger)
+
+    monkeypatch.setattr(engine, "_batch_judged", spy)
+    before = sys.getswitchinterval()
+    assert before > engine.TAG_SWITCH_INTERVAL
+
+    papers_tag(paper_ids=paper_ids)
+
+    # Automatic garbage collection is paused too (the run collects between batches).
+    assert seen == [(pytest.approx(engine.TAG_SWITCH_INTERVAL), False)] * 3
+    assert sys.getswitchinterval() == before
+    assert gc.isenabled() and not gc.get_freeze_count()
+
+    def failing(read, tagger):
+        raise RuntimeError("judging failed")
+
+    monkeypatch.setattr(engine, "_batch_judged", failing)
+    with pytest.raises(RuntimeError, match="judging failed"):
+        papers_tag(paper_ids=paper_ids)
+    assert sys.getswitchinterval() == before
+    assert gc.isenabled() and not gc.get_freeze_count()

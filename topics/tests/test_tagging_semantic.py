@@ -142,6 +142,13 @@ def test_topics_with_enough_labels_accept_on_held_out_precision_and_calibrate_on
     # The nearest labelled papers of a topic, for the evidence.
     assert model.nearest_labelled(vectors[0], 1, limit=2)[0] == 100
     assert model.nearest_labelled(vectors[0], 99) == []
+    # Many pairs at once, as tagging asks for a batch's: the same answers, in pairs order.
+    pairs = [(row, topic_id) for row in (0, 5, 17, 30) for topic_id in (3, 1, 99, 2, 4)]
+    assert model.nearest_labelled_many(vectors, pairs) == [
+        model.nearest_labelled(vectors[row], topic_id) for row, topic_id in pairs
+    ]
+    assert all(len(found) == 3 for found in model.nearest_labelled_many(vectors, pairs[:2]))
+    assert model.nearest_labelled_many(vectors, []) == []
 
 
 def test_every_topic_learns_from_the_papers_it_attracts_when_enough_choose_it():
