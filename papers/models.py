@@ -353,11 +353,17 @@ class PaperAffiliation(models.Model):
     paper = models.ForeignKey(
         Paper, on_delete=models.CASCADE, related_name="paper_affiliations", db_index=False
     )
-    affiliation = models.ForeignKey(Affiliation, on_delete=models.PROTECT, related_name="+")
+    # Indexed with the paper (Meta): counting an affiliation's papers reads the index alone.
+    affiliation = models.ForeignKey(
+        Affiliation, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
     position = models.PositiveIntegerField()
 
     class Meta:
         ordering = ["paper", "position"]
+        indexes = [
+            models.Index(fields=["affiliation", "paper"], name="paper_affil_affil_paper_idx")
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["paper", "position"], name="unique_paper_affiliation_position"
