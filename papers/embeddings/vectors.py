@@ -58,6 +58,21 @@ def load_vectors(paper_ids: Iterable[int], *, model: str | None = None) -> dict[
     return {paper_id: vector_from_bytes(data) for paper_id, data in rows}
 
 
+def sound_vectors(vectors: dict[int, np.ndarray], dimension: int) -> dict[int, np.ndarray]:
+    """``vectors`` (``{paper id: vector}``) without the damaged ones, in their order: a sound
+    vector holds ``dimension`` finite values. A damaged stored row (cut short or of another
+    length, NaN or infinite values) cannot be stacked with the others or compared with
+    them; callers treat its paper as one without a vector. One pass over the stacked rows."""
+    shaped = {pk: vector for pk, vector in vectors.items() if vector.shape == (dimension,)}
+    if not shaped:
+        return shaped
+    finite = np.isfinite(np.stack(list(shaped.values()))).all(axis=1)
+    if finite.all():
+        return shaped
+    kept = zip(shaped.items(), finite.tolist(), strict=True)
+    return {pk: vector for (pk, vector), ok in kept if ok}
+
+
 def stack(vectors: Iterable[np.ndarray], dimension: int) -> np.ndarray:
     """Vectors stacked into a C-contiguous float32 matrix of shape (n, dimension); an empty
     input gives shape (0, dimension)."""

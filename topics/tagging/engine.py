@@ -39,7 +39,7 @@ from django.utils import timezone
 from threadpoolctl import ThreadpoolController
 
 from papers.embeddings.encoder import EncoderUnavailable
-from papers.embeddings.vectors import load_vectors
+from papers.embeddings.vectors import load_vectors, sound_vectors
 from papers.models import Paper
 from topicsite.interpreter import garbage_collection_paused, switch_interval
 
@@ -559,11 +559,13 @@ def _batch_read(paper_ids: list[int]) -> _Read:
         if row[0] in batch
     ]
     # Papers with a vector are scored semantically too; the others by their words alone
-    # until their vector is stored (``topics.receivers`` re-tags them then).
+    # until their vector is stored (``topics.receivers`` re-tags them then). A damaged stored
+    # vector (NaN, cut short) counts as none: it would fail the batch or judge it on NaNs.
     try:
         vectors = load_vectors([row[0] for row in papers]) if papers else {}
     except EncoderUnavailable:  # no model files: words alone (semantic_active logs it)
         vectors = {}
+    vectors = sound_vectors(vectors, settings.EMBEDDING_DIMENSION)
     return _Read(paper_ids, papers, cross_lists, vectors)
 
 

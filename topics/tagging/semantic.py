@@ -896,11 +896,12 @@ def _corpus_bucket(encoder_id: str) -> int:
     return int(math.log(last, 1.25)) + 1
 
 
-def _corpus_sample(encoder_id: str, bucket: int) -> np.ndarray:
-    """(c, d) float32 unit vectors of the ``CORPUS_SAMPLE`` newest embedded papers of the
-    encoder's model, withdrawn ones left out (``(0, 0)`` without any), read once per bucket."""
+def _corpus_sample(encoder_id: str, bucket: int, dimension: int) -> np.ndarray:
+    """(c, ``dimension``) float32 unit vectors of the ``CORPUS_SAMPLE`` newest embedded papers
+    of the encoder's model, withdrawn ones and damaged ones left out (``(0, 0)`` without
+    any), read once per bucket."""
     global _corpus
-    from papers.embeddings.vectors import vector_from_bytes
+    from papers.embeddings.vectors import sound_vectors, vector_from_bytes
     from papers.models import PaperEmbedding
 
     cached = _corpus
@@ -909,10 +910,13 @@ def _corpus_sample(encoder_id: str, bucket: int) -> np.ndarray:
     rows = (
         PaperEmbedding.objects.filter(model=encoder_id, paper__withdrawn=False)
         .order_by("-paper_id")
-        .values_list("vector", flat=True)[:CORPUS_SAMPLE]
+        .values_list("paper_id", "vector")[:CORPUS_SAMPLE]
     )
-    vectors = [vector_from_bytes(data) for data in rows.iterator(chunk_size=2000)]
-    sample = np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+    vectors = sound_vectors(
+        {paper_id: vector_from_bytes(data) for paper_id, data in rows.iterator(chunk_size=2000)},
+        dimension,
+    )
+    sample = np.stack(list(vectors.values())) if vectors else np.zeros((0, 0), dtype=np.float32)
     _corpus = ((encoder_id, bucket), sample)
     return sample
 
@@ -967,12 +971,13 @@ def semantic_active() -> SemanticModel | None:
     (each curator decision counts from the next tagging run, with no retraining): topic texts
     (:func:`topic_texts` of name, description, keywords) embedded once per process and text;
     labels (:func:`_labels_query`) with their stored vectors
-    (``papers.embeddings.vectors.load_vectors``; a labelled paper without one is left out);
+    (``papers.embeddings.vectors.load_vectors``; a labelled paper without one, or with a
+    damaged one, is left out);
     the newest ``CORPUS_SAMPLE`` embedded papers as the unlabelled corpus (read again as the
     corpus grows by a quarter); :meth:`SemanticModel.fit`."""
     global _built
     from papers.embeddings.encoder import EncoderUnavailable, get_encoder
-    from papers.embeddings.vectors import load_vectors
+    from papers.embeddings.vectors import load_vectors, sound_vectors
 
     from ..models import Topic
 
@@ -1007,9 +1012,11 @@ def semantic_active() -> SemanticModel | None:
         meanings = np.stack([_meanings[(encoder.model_id, text)] for text in texts])
         column = {pk: index for index, (pk, *_) in enumerate(topics)}
         rows = list(_labels_query().values_list("paper_id", "topic_id", "state"))
-        vectors = load_vectors(sorted({paper_id for paper_id, _, _ in rows}))
-        # A damaged stored vector (NaN, inf) would poison every prototype and the calibration.
-        vectors = {pk: vector for pk, vector in vectors.items() if np.isfinite(vector).all()}
+        # A damaged stored vector (NaN, inf, cut short) would poison every prototype and the
+        # calibration, or fail the model.
+        vectors = sound_vectors(
+            load_vectors(sorted({paper_id for paper_id, _, _ in rows})), meanings.shape[1]
+        )
         paper_ids = np.array(sorted(vectors), dtype=np.int64)
         row_of = {int(paper_id): row for row, paper_id in enumerate(paper_ids)}
         positives: list[list[int]] = [[] for _ in topics]
@@ -1028,9 +1035,7 @@ def semantic_active() -> SemanticModel | None:
             negatives=[np.array(sorted(set(r)), dtype=np.int64) for r in negatives],
             paper_ids=paper_ids,
         )
-        corpus = _corpus_sample(encoder.model_id, key[-1])
-        if corpus.size and not np.isfinite(corpus).all():
-            corpus = corpus[np.isfinite(corpus).all(axis=1)]
+        corpus = _corpus_sample(encoder.model_id, key[-1], meanings.shape[1])
         model = SemanticModel.fit(
             [pk for pk, *_ in topics],
             meanings,
