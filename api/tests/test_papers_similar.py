@@ -1,10 +1,13 @@
 """``papers/{id}/similar/``: the papers nearest in meaning, 404 for an unknown paper, an empty
 list before the paper has a vector, a fixed number of queries."""
 
+import numpy as np
 import pytest
 
+from papers.embeddings.index import index_path
 from papers.embeddings.store import embed_papers
-from papers.models import Paper
+from papers.embeddings.vectors import current_model_id, load_vectors, vector_to_bytes
+from papers.models import Paper, PaperEmbedding
 from papers.tests.factories import PaperFactory
 
 from .conftest import assert_error
@@ -69,3 +72,25 @@ def test_an_unknown_field_is_a_400_naming_it(api_client, embedded):
     response = api_client.get(f"/api/v1/papers/{embedded[0].arxiv_id}/similar/?fields=id,nope")
     error = assert_error(response, 400)
     assert "nope" in str(error)
+
+
+@pytest.mark.parametrize("how", ["nan", "short"])
+def test_a_damaged_stored_vector_is_no_500(api_client, embedded, how):
+    """A stored vector of NaNs or cut short (a damaged row), searched exactly (no index file):
+    the other papers are similar, semantic search answers, the damaged paper has no similar
+    papers. It used to be a 500 (rows that cannot be stacked; a NaN score JSON cannot carry)."""
+    index_path(current_model_id()).unlink()
+    vector = load_vectors([embedded[3].pk])[embedded[3].pk]
+    damaged = np.full_like(vector, np.nan) if how == "nan" else vector[:100]
+    PaperEmbedding.objects.filter(paper=embedded[3]).update(vector=vector_to_bytes(damaged))
+
+    response = api_client.get(f"/api/v1/papers/{embedded[0].arxiv_id}/similar/")
+    assert response.status_code == 200
+    assert [r["id"] for r in response.json()["results"]] == [
+        embedded[1].arxiv_id,
+        embedded[2].arxiv_id,
+    ]
+    response = api_client.get("/api/v1/search/", {"q": "tool agents", "mode": "semantic"})
+    assert response.status_code == 200 and response.json()["meta"]["mode"] == "semantic"
+    response = api_client.get(f"/api/v1/papers/{embedded[3].arxiv_id}/similar/")
+    assert response.status_code == 200 and response.json() == {"results": []}

@@ -41,6 +41,7 @@ import fcntl
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -60,7 +61,7 @@ from usearch.index import Index
 
 from papers.models import Paper, PaperEmbedding
 
-from .vectors import current_model_id, vector_from_bytes
+from .vectors import current_model_id, sound_vectors, vector_from_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -319,19 +320,19 @@ class IndexWriter:
     def _reconcile_rows(self, index: Index, rows: list[tuple]) -> tuple[int, int]:
         """Add or replace the vectors among ``rows`` (paper id, model, dimension, bytes) of
         this model that ``index`` lacks or holds another vector of; remove those of other
-        models. Returns (added, removed)."""
-        ours = [
-            (paper_id, vector_from_bytes(data))
-            for paper_id, model, dimension, data in rows
-            if model == self.model and dimension == self.dimension
-        ]
+        models, and damaged ones (:func:`~papers.embeddings.vectors.sound_vectors`).
+        Returns (added, removed)."""
+        sound = sound_vectors(
+            {
+                paper_id: vector_from_bytes(data)
+                for paper_id, model, dimension, data in rows
+                if model == self.model and dimension == self.dimension
+            },
+            self.dimension,
+        )
+        ours = list(sound.items())
         others = np.array(
-            [
-                paper_id
-                for paper_id, model, dimension, _ in rows
-                if model != self.model or dimension != self.dimension
-            ],
-            dtype=np.uint64,
+            [paper_id for paper_id, *_ in rows if paper_id not in sound], dtype=np.uint64
         )
         removed = 0
         if len(others):
@@ -402,23 +403,29 @@ class IndexWriter:
             raise
 
     def _from_database(self) -> Index:
-        """A new index holding every stored vector of the model (called under the lock)."""
+        """A new index holding every stored vector of the model, damaged ones left out
+        (:func:`~papers.embeddings.vectors.sound_vectors`; called under the lock)."""
         index = _new_index(self.dimension)
         rows = (
             PaperEmbedding.objects.filter(model=self.model, dimension=self.dimension)
             .order_by("paper_id")
             .values_list("paper_id", "vector")
         )
-        ids: list[int] = []
-        vectors: list[np.ndarray] = []
+        chunk: dict[int, np.ndarray] = {}
+
+        def add() -> None:
+            vectors = sound_vectors(chunk, self.dimension)
+            if vectors:
+                ids = np.fromiter(vectors, dtype=np.uint64, count=len(vectors))
+                index.add(ids, np.vstack(list(vectors.values())))
+
         for paper_id, data in rows.iterator(chunk_size=REBUILD_CHUNK):
-            ids.append(paper_id)
-            vectors.append(vector_from_bytes(data))
-            if len(ids) == REBUILD_CHUNK:
-                index.add(np.array(ids, dtype=np.uint64), np.vstack(vectors))
-                ids, vectors = [], []
-        if ids:
-            index.add(np.array(ids, dtype=np.uint64), np.vstack(vectors))
+            chunk[paper_id] = vector_from_bytes(data)
+            if len(chunk) == REBUILD_CHUNK:
+                add()
+                chunk = {}
+        if chunk:
+            add()
         return index
 
 
@@ -511,20 +518,28 @@ _exact: dict[str, tuple[tuple, np.ndarray, np.ndarray]] = {}
 
 
 def _exact_candidates(vector: np.ndarray, count: int, model: str) -> list[tuple[int, float]]:
-    """Exact search over every stored vector of ``model`` (no index file): the matrix is
-    cached in the process and read again when the rows' count or latest time changes."""
+    """Exact search over every stored vector of ``model`` (no index file) that the query can
+    be compared with, damaged ones left out (:func:`~papers.embeddings.vectors.sound_vectors`):
+    the matrix is cached in the process and read again when the rows' count or latest time
+    changes."""
     state = PaperEmbedding.objects.filter(model=model).aggregate(
         n=Count("pk"), t=Max("embedded_at")
     )
-    signature = (state["n"], state["t"])
+    signature = (state["n"], state["t"], len(vector))
     cached = _exact.get(model)
     if cached is None or cached[0] != signature:
-        rows = list(PaperEmbedding.objects.filter(model=model).values_list("paper_id", "vector"))
-        ids = np.array([paper_id for paper_id, _ in rows], dtype=np.int64)
+        rows = sound_vectors(
+            {
+                paper_id: vector_from_bytes(data)
+                for paper_id, data in PaperEmbedding.objects.filter(model=model).values_list(
+                    "paper_id", "vector"
+                )
+            },
+            len(vector),
+        )
+        ids = np.fromiter(rows, dtype=np.int64, count=len(rows))
         matrix = (
-            np.vstack([vector_from_bytes(data) for _, data in rows])
-            if rows
-            else np.zeros((0, len(vector)), dtype=np.float32)
+            np.vstack(list(rows.values())) if rows else np.zeros((0, len(vector)), dtype=np.float32)
         )
         cached = _exact[model] = (signature, ids, matrix)
     _, ids, matrix = cached
@@ -590,6 +605,8 @@ def _nearest(vector, k, exclude, model, fetch) -> list:
     vector = np.ascontiguousarray(vector, dtype=np.float32)
     if vector.ndim != 1:
         raise ValueError(f"a query vector is one-dimensional, got shape {vector.shape}")
+    if not np.isfinite(vector).all():
+        return []  # a damaged stored vector (a paper's own) is near nothing
     model = model or current_model_id()
     excluded = set(exclude)
     index = _open_index(index_path(model))
@@ -604,7 +621,10 @@ def _nearest(vector, k, exclude, model, fetch) -> list:
             candidates = _exact_candidates(vector, count, model)
         candidates = [(pid, score) for pid, score in candidates if pid not in excluded]
         live = fetch([pid for pid, _ in candidates])
-        found = [(live[pid], score) for pid, score in candidates if pid in live][:k]
+        # A NaN score (a damaged vector in the file) ranks nothing, and JSON cannot carry it.
+        found = [
+            (live[pid], score) for pid, score in candidates if pid in live and math.isfinite(score)
+        ][:k]
         exhausted = total is not None and count >= total
         if len(found) == k or exhausted or len(candidates) + len(excluded) < count:
             return found

@@ -10,9 +10,10 @@ from django.db import connection
 from papers.embeddings import index as vector_index
 from papers.embeddings.encoder import paper_text
 from papers.embeddings.index import IndexWriter, index_path, nearest
+from papers.embeddings.similar import similar_ranked
 from papers.embeddings.store import embed_papers
-from papers.embeddings.vectors import load_vectors
-from papers.models import Paper
+from papers.embeddings.vectors import load_vectors, vector_to_bytes
+from papers.models import Paper, PaperEmbedding
 
 from .factories import PaperFactory
 
@@ -123,6 +124,50 @@ def test_rebuild_reads_postgresql(encoder, index_dir, papers):
     assert writer.rebuild() == len(papers)
     vector = encoder.encode([paper_text(papers[3].title, papers[3].abstract)])[0]
     assert nearest(vector, 1)[0][0] == papers[3].pk
+
+
+@pytest.mark.parametrize("how", ["nan", "short"])
+@pytest.mark.parametrize("search", ["rebuilt file", "reconciled file", "exact"])
+def test_a_damaged_stored_vector_is_never_found_nor_an_error(
+    encoder, index_dir, papers, monkeypatch, how, search
+):
+    """A stored vector of NaNs or cut short (a damaged row): a file rebuilt or reconciled from
+    PostgreSQL leaves it out, and so does the exact search; the other papers are found, with
+    finite scores. It used to fail the rebuild, the reconcile and the exact search (rows that
+    cannot be stacked), or to come back with a NaN score: similar papers and semantic search
+    answered 500 (JSON has no NaN). Its own paper has no similar papers."""
+    reopen_now(monkeypatch)
+    embed_papers([p.pk for p in papers])
+    vector = load_vectors([papers[1].pk])[papers[1].pk]
+    damaged = np.full_like(vector, np.nan) if how == "nan" else vector[:100]
+    PaperEmbedding.objects.filter(paper=papers[1]).update(vector=vector_to_bytes(damaged))
+    writer = IndexWriter(encoder.model_id, encoder.dimension)
+    if search == "rebuilt file":
+        assert writer.rebuild() == len(papers) - 1
+    elif search == "reconciled file":
+        assert writer.reconcile().vectors == len(papers) - 1
+    else:
+        index_path(encoder.model_id).unlink()
+
+    found = nearest(encoder.encode(["superconducting oxide films"])[0], 5)
+
+    assert sorted(pid for pid, _ in found) == sorted(p.pk for p in papers if p != papers[1])
+    assert all(np.isfinite(score) for _, score in found)
+    assert similar_ranked(papers[1].pk) == []
+
+
+def test_a_nan_vector_in_the_file_is_never_found(encoder, index_dir, papers, monkeypatch):
+    """A vector of NaNs that reached the index file (its row damaged since): never a
+    neighbour with a NaN score."""
+    reopen_now(monkeypatch)
+    embed_papers([p.pk for p in papers])
+    writer = IndexWriter(encoder.model_id, encoder.dimension)
+    writer.update({papers[1].pk: np.full(encoder.dimension, np.nan, dtype=np.float32)})
+
+    found = nearest(encoder.encode(["superconducting oxide films"])[0], 5)
+
+    assert papers[1].pk not in [pid for pid, _ in found]
+    assert all(np.isfinite(score) for _, score in found)
 
 
 @pytest.mark.django_db(transaction=True)
