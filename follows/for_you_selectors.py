@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db.models import Max
 
 from papers.duplicates import duplicates_collapse
-from papers.embeddings.vectors import load_vectors, stack, vector_from_bytes
+from papers.embeddings.vectors import load_vectors, sound_vectors, stack, vector_from_bytes
 from papers.models import Paper, PaperEmbedding
 from topics.cards import PaperCard, paper_cards
 
@@ -109,20 +109,30 @@ class ForYouPick:
         return reasons
 
 
-def _vectors_with_model(paper_ids: list[int]) -> tuple[str | None, dict[int, np.ndarray]]:
-    """The vectors of ``paper_ids`` of the model most of them were made with (no encoder is
-    loaded). One query."""
+def _vectors_with_model(
+    paper_ids: list[int],
+) -> tuple[str | None, int, dict[int, np.ndarray]]:
+    """``(model, dimension, {paper id: vector})``: the vectors of ``paper_ids`` of the model
+    (and dimension) most of them were made with, damaged ones left out
+    (:func:`~papers.embeddings.vectors.sound_vectors`); ``(None, 0, {})`` without any. No
+    encoder is loaded. One query."""
     if not paper_ids:
-        return None, {}
+        return None, 0, {}
     rows = list(
         PaperEmbedding.objects.filter(paper_id__in=paper_ids).values_list(
-            "paper_id", "model", "vector"
+            "paper_id", "model", "dimension", "vector"
         )
     )
     if not rows:
-        return None, {}
-    model = Counter(row[1] for row in rows).most_common(1)[0][0]
-    return model, {pk: vector_from_bytes(data) for pk, m, data in rows if m == model}
+        return None, 0, {}
+    model, dimension = Counter((row[1], row[2]) for row in rows).most_common(1)[0][0]
+    vectors = sound_vectors(
+        {pk: vector_from_bytes(data) for pk, m, d, data in rows if (m, d) == (model, dimension)},
+        dimension,
+    )
+    if not vectors:
+        return None, 0, {}
+    return model, dimension, vectors
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
@@ -185,7 +195,7 @@ def for_you_ranking(
         followed_ids = list(
             user_papers(user=user).values_list("pk", flat=True)[:FOLLOWED_POSITIVES_MAX]
         )
-    model, known = _vectors_with_model(saved_ids + followed_ids + dismissed_ids)
+    model, dimension, known = _vectors_with_model(saved_ids + followed_ids + dismissed_ids)
     if model is None:
         return ranking
     until = Paper.objects.live().aggregate(newest=Max("submitted"))["newest"]
@@ -210,11 +220,10 @@ def for_you_ranking(
             .values_list("pk", flat=True)
             .order_by()
         )
-    vectors = load_vectors(candidate_ids, model=model)
+    vectors = sound_vectors(load_vectors(candidate_ids, model=model), dimension)
     candidate_ids = [pk for pk in candidate_ids if pk in vectors]
     if not candidate_ids:
         return ranking
-    dimension = len(next(iter(vectors.values())))
     candidates = stack((vectors[pk] for pk in candidate_ids), dimension)
     saved_known = [pk for pk in saved_ids if pk in known]
     saved_set = set(saved_ids)
@@ -321,13 +330,12 @@ def saved_closeness(*, user, paper_ids: list[int]) -> dict[int, float]:
 def _nearest_saved(*, user, paper_ids: list[int]) -> dict[int, tuple[int, float]]:
     """``{paper id: (nearest saved paper id, cosine)}``, as :func:`saved_closeness`."""
     saved_ids = list(LibraryItem.objects.filter(user=user).values_list("paper_id", flat=True))
-    model, saved = _vectors_with_model(saved_ids)
+    model, dimension, saved = _vectors_with_model(saved_ids)
     if model is None or not paper_ids:
         return {}
-    vectors = load_vectors(paper_ids, model=model)
+    vectors = sound_vectors(load_vectors(paper_ids, model=model), dimension)
     if not vectors:
         return {}
-    dimension = len(next(iter(saved.values())))
     saved_pks = list(saved)
     saved_matrix = stack(saved.values(), dimension)
     ids = list(vectors)

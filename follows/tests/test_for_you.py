@@ -281,3 +281,25 @@ def test_query_count_does_not_grow_with_picks(reader, world, client, settings):
         counts.append((len(pick_titles(html)), len(queries)))
     assert counts[0][0] == 3 and counts[1][0] == 20
     assert counts[0][1] == counts[1][1] <= 30
+
+
+@pytest.mark.parametrize("damage", ["nan", "cut-short"])
+def test_a_damaged_stored_vector_is_left_out_not_a_failure(reader, world, client, damage):
+    """A stored vector with NaNs or cut short (a damaged row) counts as none, whether it is a
+    saved paper's or a candidate's: the page still answers and ranks the rest."""
+    from papers.models import PaperEmbedding
+
+    bad = (
+        np.full(DIMENSION, np.nan, dtype="<f4")
+        if damage == "nan"
+        else np.ones(DIMENSION // 2, dtype="<f4")
+    ).tobytes()
+    save(reader, world["saved"][:2])
+    PaperEmbedding.objects.filter(paper=world["saved"][0]).update(vector=bad)
+    PaperEmbedding.objects.filter(paper=world["tools"][0]).update(vector=bad)
+
+    ids = ranked_ids(reader)
+    assert world["tools"][0].pk not in ids
+    assert {p.pk for p in world["tools"][1:]} <= set(ids[:9])
+    client.force_login(reader)
+    assert client.get("/for-you/").status_code == 200
