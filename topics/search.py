@@ -36,6 +36,7 @@ When the encoder's model files are missing or no paper has a vector yet, ``hybri
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -44,6 +45,7 @@ from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Q, QuerySet
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from papers.models import Paper, PaperEmbedding
 
@@ -73,6 +75,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+# Runs of letters and digits: the words of a query, for databases without full text.
+_WORD = re.compile(r"[^\W_]+")
 
 MODES = ("hybrid", "keyword", "semantic")
 DEFAULT_MODE = "hybrid"
@@ -295,15 +299,21 @@ def full_text_ranked(
 def has_searchable_words(q: str) -> bool:
     """Whether ``q`` (plain text) holds a word full-text search can look for: on PostgreSQL,
     whether its 'english' query keeps a lexeme (``"the of and"`` and ``"!!"`` do not);
-    elsewhere, whether it holds a letter or digit. One query on PostgreSQL."""
+    elsewhere, whether it holds a word that is not an English stop word (scikit-learn's
+    list: substring search would otherwise find ``the`` in every paper). One query on
+    PostgreSQL."""
     return searchable_words(q)[0]
+
+
+def _has_word_beyond_stop_words(text: str) -> bool:
+    return any(word not in ENGLISH_STOP_WORDS for word in _WORD.findall(text.casefold()))
 
 
 def searchable_words(*texts: str) -> list[bool]:
     """:func:`has_searchable_words` for each of ``texts`` (plain text), in one query on
     PostgreSQL (none for blank texts or elsewhere)."""
     if connection.vendor != "postgresql" or not any(text.strip() for text in texts):
-        return [any(character.isalnum() for character in text) for text in texts]
+        return [_has_word_beyond_stop_words(text) for text in texts]
     columns = ", ".join("numnode(plainto_tsquery(%s::regconfig, %s)) > 0" for _ in texts)
     with connection.cursor() as cursor:
         cursor.execute(

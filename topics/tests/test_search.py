@@ -173,6 +173,23 @@ def test_has_searchable_words(db):
     assert not has_searchable_words("is it the")
 
 
+def test_without_full_text_stop_words_are_not_searchable_either(db, monkeypatch):
+    """On SQLite (the embedded default) search matches substrings: ``the`` alone found every
+    paper where PostgreSQL finds none, against the API's documented "a q of only stopwords
+    finds nothing"."""
+
+    class SQLite:
+        vendor = "sqlite"
+
+    monkeypatch.setattr(search, "connection", SQLite())
+    assert not has_searchable_words("the")
+    assert not has_searchable_words("Is it THE (of) -and")
+    assert not has_searchable_words("!! __ ")
+    assert has_searchable_words("the GRPO")
+    assert has_searchable_words("agents_of")
+    assert search.searchable_words("of the", "grpo", "") == [False, True, False]
+
+
 def test_an_unknown_mode_is_a_value_error(db):
     with pytest.raises(ValueError, match="Unknown search mode 'fuzzy'"):
         papers_search(q="agents", mode="fuzzy")
