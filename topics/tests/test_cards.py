@@ -98,3 +98,20 @@ def test_an_oversized_title_and_abstract_are_clipped_on_cards_and_the_topic_page
     page = response.content.decode()
     assert "The whole abstract on the paper's page" in page
     assert long_abstract.get_absolute_url() in page
+
+
+def test_the_card_names_one_more_author_in_the_singular(client):
+    topic = TopicFactory(slug="byline")
+    one_more, two_more = paper_in(topic), paper_in(topic)
+    for paper, count in ((one_more, 4), (two_more, 5)):
+        for position in range(count):
+            AuthorshipFactory(paper=paper, position=position)
+        Paper.objects.filter(pk=paper.pk).update(author_count=count)  # as imports keep it
+
+    page = client.get(topic.get_absolute_url()).content.decode()
+
+    assert '+1<span class="visually-hidden"> more author</span>' in page
+    assert '+2<span class="visually-hidden"> more authors</span>' in page
+    for paper, more in ((one_more, "+1 more author"), (two_more, "+2 more authors")):
+        byline = client.get(paper.get_absolute_url()).content.decode()
+        assert more in byline.replace('<span class="visually-hidden"> ', " ")
