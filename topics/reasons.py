@@ -15,7 +15,7 @@ REASON_TERMS = 3
 def assignment_reasons(assignment: Assignment) -> list[str]:
     """Sentences saying why ``assignment`` places its paper in its topic, most decisive
     first: a curator decision, then what the machine (rule, classifier score with its
-    strongest words, similarity score) or the import recorded. Reads the assignment's own
+    strongest words, cosine similarity) or the import recorded. Reads the assignment's own
     fields and ``evidence`` only (no query)."""
     reasons = []
     source = assignment.source
@@ -43,7 +43,7 @@ def assignment_reasons(assignment: Assignment) -> list[str]:
         cosine = evidence.get("cosine", score)
         reasons.append(
             "Close in meaning to the topic"
-            + (f" (similarity score {float(cosine):.2f})." if cosine is not None else ".")
+            + (f" (cosine similarity {float(cosine):.2f})." if cosine is not None else ".")
         )
     if source == Assignment.Source.IMPORT:
         reasons.append("Listed in the topic when it was imported.")

@@ -71,7 +71,7 @@ def test_reasons_say_why_in_readers_words(placed):
         "Classifier score 0.82. Words that counted most: benchmark, suite, eval."
     ]
     assert assignment_reasons(made["semantic"]) == [
-        "Close in meaning to the topic (similarity score 0.61)."
+        "Close in meaning to the topic (cosine similarity 0.61)."
     ]
     assert assignment_reasons(made["curator"]) == ["Placed here by a curator."]
     imported = AssignmentFactory(source=Assignment.Source.IMPORT, evidence={})
@@ -91,7 +91,7 @@ def test_paper_page_lists_each_topic_with_why_and_a_link(
     assert "Elsewhere" not in text
     assert f'href="{made["rule"].topic.get_absolute_url()}"' in page
     assert "Classifier score 0.82" in text
-    assert "similarity score 0.61" in text
+    assert "cosine similarity 0.61" in text
     assert "Placed here by a curator." in text
     assert "Wrong topic?" not in text  # anonymous readers: no form (the page is cached)
 

@@ -114,7 +114,7 @@ def test_paper_page_with_cite_open(topic_with_paper, browser, live_server, clien
         "href", "https://arxiv.org/pdf/2409.01234v2"
     )
     expect(page.locator("p.authors.byline")).to_contain_text("+2")
-    expect(page.locator(".topic-reasons")).to_contain_text("similarity score 0.71")
+    expect(page.locator(".topic-reasons")).to_contain_text("cosine similarity 0.71")
     page.get_by_text("Cite", exact=True).click()
     bibtex = page.locator("#cite-bibtex")
     expect(bibtex).to_be_visible()
