@@ -195,3 +195,19 @@ def test_demo_points_absolute_links_at_the_address_it_serves(settings, monkeypat
     settings.SITE_URL = "https://topics.example.org"
     call_command("demo", "--addrport", "127.0.0.1:8765")
     assert served[-1] == ("127.0.0.1:8765", "https://topics.example.org")
+
+
+def test_demo_names_a_postgresql_database_that_does_not_exist_yet(run_manage):
+    """A new user pointed DATABASE_URL at a PostgreSQL database not created yet: the demo
+    says so and how to create it, instead of a traceback from the first step."""
+    result = run_manage(
+        "demo",
+        "--no-serve",
+        env={"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/topicsite_never_created"},
+        timeout=60,
+    )
+
+    assert result.returncode != 0
+    assert "Cannot reach the database 'topicsite_never_created'" in result.stderr
+    assert "createdb" in result.stderr
+    assert "Traceback" not in result.stderr

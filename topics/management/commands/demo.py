@@ -13,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connections
+from django.db import OperationalError, connections
 from django.http.request import validate_host
 from django.urls import reverse
 
@@ -161,7 +161,20 @@ class Command(BaseCommand):
         call_command("runserver", addrport, use_reloader=False, stdout=self.stdout)
 
     def _prepare_database(self):
-        """Create the folder of a SQLite database file (``var/`` on a fresh checkout)."""
+        """Create the folder of a SQLite database file (``var/`` on a fresh checkout); check
+        that any other database can be reached. Raises CommandError naming the database and
+        the server's answer when it cannot (a PostgreSQL database not created yet gave a
+        raw traceback at the first step)."""
         connection = connections["default"]
         if connection.vendor == "sqlite":
             Path(connection.settings_dict["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+            return
+        try:
+            connection.ensure_connection()
+        except OperationalError as error:
+            name = connection.settings_dict.get("NAME")
+            raise CommandError(
+                f"Cannot reach the database {name!r} that DATABASE_URL names: "
+                f"{str(error).strip()}. Create it first (PostgreSQL: createdb -h HOST -U USER "
+                f"{name}) or point DATABASE_URL at one that exists."
+            ) from error
