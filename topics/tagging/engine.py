@@ -295,6 +295,10 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
     spin-waits for the first; beside another busy process (a second Celery worker, the
     database) that made a batch's cosines and neighbour votes 10 to 30 times slower.
 
+    Automatic garbage collection is paused for the run, the process's existing objects set
+    aside (``topicsite.interpreter.garbage_collection_paused``); the run collects its own
+    every :data:`TAG_COLLECT_EVERY` batches.
+
     Returns the number of assignments created, changed or removed (a creation that loses a
     race to a concurrent curator addition is still counted; the curator's row wins).
     Raises ``topics.tagging.classifier.ClassifierLoadError`` when the active classifier cannot be
