@@ -10,58 +10,74 @@ from __future__ import annotations
 import gc
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 __all__ = ["garbage_collection_paused", "switch_interval"]
 
 _lock = threading.Lock()
-_gc_users = 0
-_gc_was_enabled = True
-_switch_users = 0
-_switch_saved = 0.0
 
 
-@contextmanager
-def garbage_collection_paused() -> Iterator[None]:
+class _Shared:
+    """One process-wide setting: changed by the first of overlapping blocks, restored by the
+    last to leave to what the first found."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.saved: Any = None
+
+    @contextmanager
+    def held(self, change: Callable[[], Any], restore: Callable[[Any], None]) -> Iterator[None]:
+        """``change()`` (returning what ``restore`` needs) on the first entry; ``restore`` of
+        that on the last exit."""
+        with _lock:
+            if self.users == 0:
+                self.saved = change()
+            self.users += 1
+        try:
+            yield
+        finally:
+            with _lock:
+                self.users -= 1
+                if self.users == 0:
+                    restore(self.saved)
+
+
+_collector = _Shared()
+_interval = _Shared()
+
+
+def _collector_pause() -> bool:
+    enabled = gc.isenabled()
+    gc.disable()
+    gc.freeze()
+    return enabled
+
+
+def _collector_resume(was_enabled: bool) -> None:
+    gc.unfreeze()
+    if was_enabled:
+        gc.enable()
+
+
+def garbage_collection_paused():
     """Run the block with automatic garbage collection off and the objects that exist on entry
     set aside (``gc.freeze``), so that the collections the job makes itself (``gc.collect()``
     between batches) look only at the job's own objects, not at the hundreds of thousands a
     Django process holds for its life. On leaving, the objects are given back to the collector
     and automatic collection is restored as it was."""
-    global _gc_users, _gc_was_enabled
-    with _lock:
-        if _gc_users == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-            gc.freeze()
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _gc_users -= 1
-            if _gc_users == 0:
-                gc.unfreeze()
-                if _gc_was_enabled:
-                    gc.enable()
+    return _collector.held(_collector_pause, _collector_resume)
 
 
-@contextmanager
-def switch_interval(seconds: float) -> Iterator[None]:
+def switch_interval(seconds: float):
     """Run the block with the interpreter's switch interval (``sys.setswitchinterval``,
     seconds) at most ``seconds``, then restore it. A thread that waited on I/O (a database
     round trip) gets the GIL back from a thread busy in Python after at most this long."""
-    global _switch_users, _switch_saved
-    with _lock:
-        if _switch_users == 0:
-            _switch_saved = sys.getswitchinterval()
-            sys.setswitchinterval(min(seconds, _switch_saved))
-        _switch_users += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _switch_users -= 1
-            if _switch_users == 0:
-                sys.setswitchinterval(_switch_saved)
+
+    def shorten() -> float:
+        saved = sys.getswitchinterval()
+        sys.setswitchinterval(min(seconds, saved))
+        return saved
+
+    return _interval.held(shorten, sys.setswitchinterval)
