@@ -36,7 +36,6 @@ When the encoder's model files are missing or no paper has a vector yet, ``hybri
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -49,7 +48,8 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from papers.models import Paper, PaperEmbedding
 
-from .tagging.rules import And, Not, QueryNode, RuleSyntaxError, Term, parse_query
+from .tagging.classifier import tokenize
+from .tagging.rules import And, Not, QueryNode, RuleSyntaxError, Term, fold, parse_query
 
 __all__ = [
     "DEFAULT_MODE",
@@ -75,8 +75,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-# Runs of letters and digits: the words of a query, for databases without full text.
-_WORD = re.compile(r"[^\W_]+")
 
 MODES = ("hybrid", "keyword", "semantic")
 DEFAULT_MODE = "hybrid"
@@ -306,7 +304,7 @@ def has_searchable_words(q: str) -> bool:
 
 
 def _has_word_beyond_stop_words(text: str) -> bool:
-    return any(word not in ENGLISH_STOP_WORDS for word in _WORD.findall(text.casefold()))
+    return any(word not in ENGLISH_STOP_WORDS for word in tokenize(fold(text)))
 
 
 def searchable_words(*texts: str) -> list[bool]:
