@@ -269,3 +269,52 @@ def test_excluding_only_stopwords_excludes_nothing(corpus, excluded):
     plain = papers_search(q=PARAPHRASE, mode="semantic")
     assert plain.ranked
     assert papers_search(q=f"{PARAPHRASE} {excluded}", mode="semantic").ranked == plain.ranked
+
+
+def _dated_papers(word_years: dict[int, int], *, others: int) -> dict[int, list[Paper]]:
+    """``count`` papers holding "lattice" in each year of ``word_years``, and ``others``
+    newer papers without it (so that a walk of the newest papers meets them first)."""
+    papers: dict[int, list[Paper]] = {}
+    for year, count in word_years.items():
+        papers[year] = [
+            PaperFactory(
+                title=f"Lattice gauge study {year}-{index}",
+                submitted=dt.date(year, 1 + index % 12, 1 + index % 28),
+            )
+            for index in range(count)
+        ]
+    for index in range(others):
+        PaperFactory(
+            title=f"Fluid flow {index}",
+            abstract="Viscous fluids in channels.",
+            submitted=dt.date(2025, 1 + index % 12, 1 + index % 28),
+        )
+    return papers
+
+
+@pytest.mark.parametrize("walk", [True, False])
+def test_keyword_ranking_takes_the_newest_matches_by_either_plan(db, monkeypatch, walk):
+    """Walking the newest papers and reading the matches from the GIN index must give the
+    same window: the newest matches, ranked."""
+    papers = _dated_papers({2015: 6, 2019: 4}, others=8)
+    monkeypatch.setattr(search, "_walk_pays", lambda matches, window: walk)
+    matches = search.full_text_match(Paper.objects.all(), "lattice")
+    ranked = search.full_text_ranked(matches, "lattice", window=4)
+    assert {paper_id for paper_id, _ in ranked} == {paper.pk for paper in papers[2019]}
+    assert [rank for _, rank in ranked] == sorted((rank for _, rank in ranked), reverse=True)
+
+
+def test_the_plan_follows_how_many_papers_match(db, django_assert_max_num_queries):
+    """A word in most papers walks the newest papers; a rare word, or one whose papers are all
+    old, reads its matches from the GIN index (the walk would read past every newer paper)."""
+    _dated_papers({2012: 3}, others=60)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE papers_paper")
+    everywhere = search.full_text_match(Paper.objects.all(), "fluid")
+    rare = search.full_text_match(Paper.objects.all(), "lattice")
+    with django_assert_max_num_queries(2):
+        assert search._walk_pays(everywhere, 5)
+    assert not search._walk_pays(rare, 5)
+    assert not search._walk_pays(everywhere, 1000)
