@@ -14,7 +14,11 @@
    than a real backfill meets); the output gives the share of distinct names. Identifiers
    are ``YYMM.NNNNN`` with YYMM from 1501 to 2012 and NNNNN from 50000: valid arXiv
    identifiers that can never be real, since arXiv numbered fewer than 20,000 papers in each
-   of those (closed) months.
+   of those (closed) months. Each copy's dates (versions, ``update_date``) are moved by one
+   offset so that v1 falls on a day drawn evenly from the ten years before the run: copies
+   of one record keeping its date made the newest hundred thousand papers a hundred
+   records over and over, a corpus in which a common word can be missing from the newest
+   80,000 papers, as no real one is.
 2. A fresh database (dropped and created; dropped again at the end unless ``--keep``, with
    ``<name>_fresh``, its migrated copy the second fresh database is made from): migrations,
    categories, then ``manage.py import_snapshot FILE --no-tag`` in a child process, first on
@@ -38,6 +42,8 @@ PostgreSQL only (``--no-tag``: nothing is queued).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import email.utils
 import gzip
 import io
 import json
@@ -109,6 +115,26 @@ def real_pool() -> list[dict]:
     return pool
 
 
+# The span write_input spreads the copies' submission dates over, ending today (days).
+DATE_SPREAD_DAYS = 3650
+
+
+def _redate(data: dict, submitted: dt.date) -> None:
+    """Move every date of the snapshot object ``data`` (its versions' RFC 2822 ``created``,
+    ``update_date``) by the one offset that puts v1 on ``submitted``, in place."""
+    created = [email.utils.parsedate_to_datetime(v["created"]) for v in data["versions"]]
+    if not created:
+        return
+    offset = dt.datetime.combine(submitted, created[0].timetz()) - created[0]
+    data["versions"] = [
+        {**version, "created": email.utils.format_datetime(moment + offset, usegmt=True)}
+        for version, moment in zip(data["versions"], created, strict=True)
+    ]
+    if data.get("update_date"):
+        updated = dt.date.fromisoformat(data["update_date"]) + offset
+        data["update_date"] = updated.isoformat()
+
+
 def write_input(path: Path, papers: int, *, fresh_authors: bool, seed: int = 20260401) -> dict:
     """Write ``papers`` resampled lines to ``path`` (gzip when it ends in .gz), with surnames
     redrawn when ``fresh_authors``; returns counts."""
@@ -118,6 +144,7 @@ def write_input(path: Path, papers: int, *, fresh_authors: bool, seed: int = 202
         {entry[0].split()[-1] for data in pool for entry in data["authors_parsed"] if entry[0]}
     )
     rng = random.Random(seed)
+    as_of = dt.date.today()
     authorships = 0
     names = set()
     opener = gzip.open if path.suffix == ".gz" else open
@@ -128,6 +155,7 @@ def write_input(path: Path, papers: int, *, fresh_authors: bool, seed: int = 202
             if parse_arxiv_id(arxiv_id) != (arxiv_id, None) or arxiv_id in real_ids:
                 raise AssertionError(f"{arxiv_id} is not a valid, unused identifier")
             data["id"] = arxiv_id
+            _redate(data, as_of - dt.timedelta(days=rng.randrange(DATE_SPREAD_DAYS)))
             parsed = []
             for keyname, forenames, suffix, *affiliations in data["authors_parsed"]:
                 words = keyname.split()
