@@ -270,12 +270,13 @@ def full_text_ranked(
     """``(paper id, rank)`` for the newest ``window`` (default :data:`SEARCH_WINDOW`) papers of
     ``matches`` (papers matched to ``q`` by :func:`full_text_match`, and filtered), best
     first: ``rank`` is PostgreSQL's ``ts_rank`` over the stored vector (title weight A above
-    abstract weight B; a float, higher is better; 0.0 on SQLite), ties newest first. One query.
+    abstract weight B; a float, higher is better; 0.0 on SQLite), ties newest first. Three
+    queries on PostgreSQL (two of planner statistics, :func:`_walk_pays`), one elsewhere.
 
     Bounded on purpose: a common word matches a third of all papers, and ranking them all
     costs seconds. Taking the newest ``window`` matches first (an index walk newest first for
-    common words, the GIN index for rare ones) keeps search fast and puts recent relevant
-    papers first; ``papers/?q=`` lists every match, newest first.
+    common words, the GIN index for the others, :func:`_walk_pays`) keeps search fast and
+    puts recent relevant papers first; ``papers/?q=`` lists every match, newest first.
     """
     window = SEARCH_WINDOW if window is None else window
     matches = matches.prefetch_related(None).select_related(None)
@@ -460,10 +461,10 @@ def papers_search(
     or one without a searchable word finds nothing. Raises ``RuleSyntaxError`` (a
     ``ValueError`` with the position) for a malformed ``q``.
 
-    Queries: keyword 2; semantic adds one checking for vectors, the encoder's work, a
-    vector-index lookup and one query filtering its neighbours; hybrid all of those and one
-    ranking the candidates by any word (:func:`any_word_ranked`). Raises ``ValueError`` for an
-    unknown ``mode``.
+    Queries on PostgreSQL: keyword 4; semantic adds one checking for vectors, the encoder's
+    work, a vector-index lookup and one query filtering its neighbours; hybrid all of those
+    and one ranking the candidates by any word (:func:`any_word_ranked`). Raises
+    ``ValueError`` for an unknown ``mode``.
     """
     if mode not in MODES:
         raise ValueError(f"Unknown search mode {mode!r}; one of: {', '.join(MODES)}.")
