@@ -15,10 +15,11 @@
    are ``YYMM.NNNNN`` with YYMM from 1501 to 2012 and NNNNN from 50000: valid arXiv
    identifiers that can never be real, since arXiv numbered fewer than 20,000 papers in each
    of those (closed) months. Each copy's dates (versions, ``update_date``) are moved by one
-   offset so that v1 falls on a day drawn evenly from the ten years before the run: copies
-   of one record keeping its date made the newest hundred thousand papers a hundred
-   records over and over, a corpus in which a common word can be missing from the newest
-   80,000 papers, as no real one is.
+   offset: v1 on a day drawn evenly from the ten years that end where the record's last
+   date falls on the day of the run (no date in the future): copies of one record keeping
+   its date made the newest hundred thousand papers a hundred records over and over, a
+   corpus in which a common word can be missing from the newest 80,000 papers, as in no
+   real one.
 2. A fresh database (dropped and created; dropped again at the end unless ``--keep``, with
    ``<name>_fresh``, its migrated copy the second fresh database is made from): migrations,
    categories, then ``manage.py import_snapshot FILE --no-tag`` in a child process, first on
@@ -119,13 +120,24 @@ def real_pool() -> list[dict]:
 DATE_SPREAD_DAYS = 3650
 
 
-def _redate(data: dict, submitted: dt.date) -> None:
+def _redate(data: dict, rng: random.Random, as_of: dt.date) -> None:
     """Move every date of the snapshot object ``data`` (its versions' RFC 2822 ``created``,
-    ``update_date``) by the one offset that puts v1 on ``submitted``, in place."""
+    ``update_date``) by one offset that puts v1 on a day drawn evenly from the
+    :data:`DATE_SPREAD_DAYS` before ``as_of`` while its last date stays on or before
+    ``as_of`` (a record whose dates span longer starts that span before ``as_of``), in
+    place."""
     created = [email.utils.parsedate_to_datetime(v["created"]) for v in data["versions"]]
     if not created:
         return
-    offset = dt.datetime.combine(submitted, created[0].timetz()) - created[0]
+    first = created[0].date()
+    last = max(
+        [moment.date() for moment in created]
+        + ([dt.date.fromisoformat(data["update_date"])] if data.get("update_date") else [])
+    )
+    latest_start = as_of - (last - first)
+    submitted = latest_start - dt.timedelta(days=rng.randrange(DATE_SPREAD_DAYS))
+    submitted = min(submitted, latest_start)
+    offset = submitted - first
     data["versions"] = [
         {**version, "created": email.utils.format_datetime(moment + offset, usegmt=True)}
         for version, moment in zip(data["versions"], created, strict=True)
@@ -155,7 +167,7 @@ def write_input(path: Path, papers: int, *, fresh_authors: bool, seed: int = 202
             if parse_arxiv_id(arxiv_id) != (arxiv_id, None) or arxiv_id in real_ids:
                 raise AssertionError(f"{arxiv_id} is not a valid, unused identifier")
             data["id"] = arxiv_id
-            _redate(data, as_of - dt.timedelta(days=rng.randrange(DATE_SPREAD_DAYS)))
+            _redate(data, rng, as_of)
             parsed = []
             for keyname, forenames, suffix, *affiliations in data["authors_parsed"]:
                 words = keyname.split()
