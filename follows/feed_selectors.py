@@ -7,7 +7,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, F, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet
 from django.db.models.functions import Left
 from django.db.models.lookups import StartsWith
 
@@ -20,7 +20,7 @@ from topics.selectors import topic_newest_paper_ids
 from .for_you_selectors import relevance_key, saved_closeness
 from .library_selectors import library_states
 from .models import Follow
-from .selectors import author_followed_paper_ids, scoped_search_matches, user_follow_matches
+from .selectors import scoped_search_matches, user_follow_matches
 
 # Authors named in an Atom entry; large collaborations list thousands.
 ATOM_AUTHORS = 10
@@ -64,10 +64,11 @@ class FeedPapers:
         ids = topic_newest_paper_ids(
             topic_ids=Topic.objects.filter(Exists(followed_above)),
             limit=FEED_MAX_PAPERS + 1,
-            # Saved searches' and followed authors' papers, merged in the same query.
-            extra_papers=Paper.objects.filter(
-                Q(pk__in=_search_paper_ids(user=self.user))
-                | Q(pk__in=author_followed_paper_ids(user=self.user))
+            # Saved searches' and followed authors' papers, merged in the same query, each
+            # source its own branch.
+            extra_papers=Paper.objects.filter(pk__in=_search_paper_ids(user=self.user)),
+            author_ids=Follow.objects.filter(user=self.user, kind=Follow.Kind.AUTHOR).values(
+                "author_id"
             ),
         )
         self.capped = len(ids) > FEED_MAX_PAPERS

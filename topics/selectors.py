@@ -7,6 +7,7 @@ are in ``topics.cards``, the topics index in ``topics.index``.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
@@ -14,7 +15,7 @@ from django.db import connection
 from django.db.models import F, Func, IntegerField, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from papers.models import Paper
+from papers.models import Authorship, Paper
 
 from .models import Assignment, Topic, TopicRedirect, TopicStats
 
@@ -88,6 +89,8 @@ _NEWEST_BRANCH_SQL = (
     f" WHERE topic_id = %s AND {_NEWEST_ROWS_WHERE}{{before}}"
     " ORDER BY submitted DESC, paper_id DESC LIMIT %s) b{n}"
 )
+# papers.querysets.LIVE (neither withdrawn nor deleted) on the papers table aliased ``p``.
+_LIVE_PAPER_SQL = "p.deleted_at IS NULL AND NOT p.withdrawn"
 # Rows strictly after a keyset position (submitted, paper id) in the newest-first order, the
 # date first so that it bounds the index range scan (as api.pagination's cursors do).
 _BEFORE_SQL = " AND submitted <= %s AND (submitted < %s OR paper_id < %s)"
@@ -98,7 +101,8 @@ def topic_newest_paper_ids(
     topic_ids: list[int] | QuerySet[Topic],
     limit: int,
     offset: int = 0,
-    extra_papers: QuerySet[Paper] | None = None,
+    extra_papers: QuerySet[Paper] | Sequence[QuerySet[Paper]] | None = None,
+    author_ids: QuerySet | None = None,
     before: tuple[dt.date, int] | None = None,
 ) -> list[int]:
     """Ids of distinct papers that count (neither withdrawn nor deleted) with an accepted
@@ -107,15 +111,23 @@ def topic_newest_paper_ids(
     them from position ``offset`` (0-based). One query; its cost grows with the number of
     topics and with ``offset + limit``, not with the topics' sizes. ``topic_ids`` may be a
     queryset of topics (on PostgreSQL it then runs inside the same query). ``extra_papers``,
-    papers from elsewhere (a saved search's), are merged in the same order, those that count
-    only. ``before``, a keyset position ``(submitted, paper id)``, starts the list at the
-    papers strictly after it in that order (an API cursor's next page; ``extra_papers`` then
-    refused). Raises ``ValueError`` for a negative ``limit`` or ``offset``, or ``before``
-    with ``extra_papers``."""
+    papers from elsewhere (a saved search's), a queryset or several, are merged in the same
+    order, those that count only; each is its own branch of the query, so give each source
+    its own queryset rather than one OR of them (PostgreSQL cannot plan ``id IN (a) OR id IN
+    (b)`` as a join, and walked every paper newest first for a reader who followed neither).
+    ``author_ids``, a ``values("author_id")``-like queryset of authors (followed ones), merges
+    their papers too: on PostgreSQL one range scan per author on
+    ``authorship_author_newest_idx`` (authorships carry their paper's ``submitted``), each
+    cut at the live rows the page can need, so a prolific author's thousands of papers are
+    not all read and sorted; elsewhere as another ``extra_papers`` queryset.
+    ``before``, a keyset position ``(submitted, paper id)``, starts the list at the papers
+    strictly after it in that order (an API cursor's next page; ``extra_papers`` and
+    ``author_ids`` then refused). Raises ``ValueError`` for a negative ``limit`` or
+    ``offset``, or ``before`` with ``extra_papers`` or ``author_ids``."""
     if limit < 0 or offset < 0:
         raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
-    if before is not None and extra_papers is not None:
-        raise ValueError("before is not supported with extra_papers")
+    if before is not None and (extra_papers is not None or author_ids is not None):
+        raise ValueError("before is not supported with extra_papers or author_ids")
     if not limit:
         return []
     before_sql = "" if before is None else _BEFORE_SQL
@@ -146,14 +158,32 @@ def topic_newest_paper_ids(
                 _NEWEST_BRANCH_SQL.format(assignment=assignment, n=n, before=before_sql)
             )
             params += [topic_id, Assignment.State.ACCEPTED, *before_params, wanted]
-    if extra_papers is not None:
+    if isinstance(extra_papers, QuerySet):
+        extra_papers = [extra_papers]
+    extra_papers = list(extra_papers or ())
+    if author_ids is not None and connection.vendor == "postgresql":
+        authors_sql, authors_params = author_ids.query.sql_with_params()
+        authorship = connection.ops.quote_name(Authorship._meta.db_table)
+        paper = connection.ops.quote_name(Paper._meta.db_table)
+        branches.append(
+            f"SELECT authored.* FROM ({authors_sql}) followed (id), LATERAL"
+            f" (SELECT a.submitted, a.paper_id FROM {authorship} a"
+            f" JOIN {paper} p ON p.id = a.paper_id AND {_LIVE_PAPER_SQL}"
+            " WHERE a.author_id = followed.id"
+            " ORDER BY a.submitted DESC, a.paper_id DESC LIMIT %s) authored"
+        )
+        params += [*authors_params, wanted]
+    elif author_ids is not None:
+        credited = Authorship.objects.filter(author_id__in=author_ids).values("paper_id")
+        extra_papers.append(Paper.objects.filter(pk__in=credited))
+    for n, papers in enumerate(extra_papers):
         extra_sql, extra_params = (
-            extra_papers.live()
+            papers.live()
             .order_by("-submitted", "-id")
             .values_list("submitted", "id")[:wanted]
             .query.sql_with_params()
         )
-        branches.append(f"SELECT submitted, id AS paper_id FROM ({extra_sql}) extra")
+        branches.append(f"SELECT submitted, id AS paper_id FROM ({extra_sql}) extra{n}")
         params += list(extra_params)
     if not branches:
         return []

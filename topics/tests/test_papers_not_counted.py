@@ -147,3 +147,25 @@ def test_a_withdrawal_or_deletion_recounts_the_stored_figures(
     assert topic_paper_count(topic=parent) == 10
     assert topic_momentum_stored(topic=parent).recent == 10
     assert index.topic_index().cache_key != before
+
+
+def test_followed_authors_papers_merge_live_only_and_newest_first(world):
+    """``author_ids`` merges an author's papers with the topics', newest first, leaving out
+    withdrawn and deleted papers (one range scan per author on PostgreSQL)."""
+    from papers.models import Author, Authorship
+
+    parent, records, counted = world
+    author = Author.objects.create(name="Ada Walk", keyname="Walk", forenames="Ada")
+    papers = list(Paper.objects.order_by("-submitted", "-id"))
+    for paper in papers:
+        Authorship.objects.create(author=author, paper=paper, position=99)
+    followed = Author.objects.filter(pk=author.pk).values("pk")
+    live = [paper.pk for paper in papers if paper.arxiv_id not in WITHDRAWN]
+    live = list(Paper.objects.live().filter(pk__in=live).order_by("-submitted", "-id"))
+    merged = topic_newest_paper_ids(topic_ids=[], limit=100, author_ids=followed)
+    assert merged == [paper.pk for paper in live]
+    assert topic_newest_paper_ids(topic_ids=[], limit=3, author_ids=followed) == merged[:3]
+    with pytest.raises(ValueError, match="before"):
+        topic_newest_paper_ids(
+            topic_ids=[], limit=3, author_ids=followed, before=(live[0].submitted, live[0].pk)
+        )
