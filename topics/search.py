@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -82,9 +83,13 @@ DEFAULT_MODE = "hybrid"
 SEARCH_CONFIG = "english"
 # Keyword search ranks at most this many matches: the newest ones (see full_text_ranked).
 SEARCH_WINDOW = 1000
-# The margin by which walking the newest papers must beat reading every match from the GIN
-# index before keyword search walks (see _walk_pays).
+# How keyword search reads the newest matches (see _keyword_plan): the margin by which walking
+# the newest papers must beat the GIN index; how many matches the GIN path's date range is
+# sized to hold, in windows; and how many entries of a GIN bitmap cost what reading one paper
+# does (measured at 1M papers: 0.13 against 4 microseconds).
 WALK_PENALTY = 2
+RANGE_MARGIN = 2
+BITMAP_ENTRIES_A_PAPER = 30
 # Semantic search ranks this many nearest papers that pass the filters.
 SEMANTIC_WINDOW = 100
 # The nearest papers asked of the index first; multiplied by NEAREST_GROWTH while too few of
@@ -271,11 +276,11 @@ def full_text_ranked(
     ``matches`` (papers matched to ``q`` by :func:`full_text_match`, and filtered), best
     first: ``rank`` is PostgreSQL's ``ts_rank`` over the stored vector (title weight A above
     abstract weight B; a float, higher is better; 0.0 on SQLite), ties newest first. Three
-    queries on PostgreSQL (two of planner statistics, :func:`_walk_pays`), one elsewhere.
+    to five queries on PostgreSQL (:func:`_keyword_plan`), one elsewhere.
 
     Bounded on purpose: a common word matches a third of all papers, and ranking them all
     costs seconds. Taking the newest ``window`` matches first (an index walk newest first for
-    common words, the GIN index for the others, :func:`_walk_pays`) keeps search fast and
+    common words, the GIN index for the others, :func:`_keyword_plan`) keeps search fast and
     puts recent relevant papers first; ``papers/?q=`` lists every match, newest first.
     """
     window = SEARCH_WINDOW if window is None else window
@@ -283,16 +288,36 @@ def full_text_ranked(
     newest = matches.order_by("-submitted", "-id")
     if connection.vendor != "postgresql":
         return [(paper_id, 0.0) for paper_id in newest.values_list("id", flat=True)[:window]]
-    if not _walk_pays(matches, window):
-        # The same order through an expression no index holds: PostgreSQL reads the matches
-        # from the GIN index and keeps the newest, instead of walking the newest papers.
-        newest = matches.order_by(_UNINDEXED_SUBMITTED.desc(), "-id")
-    inner, params = newest.values("id", "submitted", "search_vector")[
-        :window
-    ].query.sql_with_params()
     tree = parse_query(q) if isinstance(q, str) else q
     if tree is None:
         return []
+    walk, recent = _keyword_plan(matches, window, tree)
+    if walk:
+        return _ranked_window(newest, tree, window)
+    # The same order through an expression no index holds: PostgreSQL reads the matches from
+    # the GIN index and keeps the newest, instead of walking the newest papers.
+    newest = matches.order_by(_UNINDEXED_SUBMITTED.desc(), "-id")
+    if recent is not None:
+        # First among the newest ``recent`` papers only (a bitmap AND of the GIN index and a
+        # date range): enough when they hold a window of matches, which then are the newest.
+        since = (
+            Paper.objects.order_by("-submitted", "-id")
+            .values_list("submitted", flat=True)[recent : recent + 1]
+            .first()
+        )
+        if since is not None:
+            ranked = _ranked_window(newest.filter(submitted__gte=since), tree, window)
+            if len(ranked) >= window:
+                return ranked
+    return _ranked_window(newest, tree, window)
+
+
+def _ranked_window(newest: QuerySet[Paper], tree: QueryNode, window: int):
+    """``(paper id, ts_rank)`` for the first ``window`` papers of ``newest`` (ordered newest
+    first), ranked; one query."""
+    inner, params = newest.values("id", "submitted", "search_vector")[
+        :window
+    ].query.sql_with_params()
     tsquery, tsquery_params = _tsquery_sql(tree)
     # Ranked outside the LIMIT: ts_rank runs on the window's rows only.
     sql = (
@@ -310,32 +335,83 @@ _UNINDEXED_SUBMITTED = Func(
 )
 
 
-def _walk_pays(matches: QuerySet[Paper], window: int) -> bool:
-    """Whether walking the newest papers (``paper_newest_idx``) and testing each is cheaper
-    than reading all of ``matches`` through the GIN index and keeping the newest ``window``.
-
-    With ``m`` of ``n`` papers matching, spread evenly over time, the walk reads about
-    ``window * n / m`` papers and the GIN path reads ``m``, at about the same cost a paper
-    (measured at 1M papers: 4.3 and 3.7 microseconds). PostgreSQL's planner costs the walk
-    lower than that and takes it down to about 20,000 matches, and a word whose papers are
-    mostly old (its field moved on, or a backfill of old years) makes the walk read many
-    times more than the estimate: at 1M papers, 137,000 papers for 1,000 of a word's 26,000
-    matches, 0.6 s against 0.1 s through the GIN index. So the walk is taken only when it
-    wins by :data:`WALK_PENALTY` times: ``m * m > WALK_PENALTY * window * n`` (at 1M papers
-    and a window of 1,000: above about 45,000 matches, where the walk's expected rows are
-    under 22,000). ``m`` is the planner's estimate for ``matches``, ``n`` the table's; two
-    queries of planner statistics, none reading the table."""
-    sql, params = matches.order_by().values("id").query.sql_with_params()
+def _planner_rows(queryset: QuerySet[Paper]) -> float:
+    """PostgreSQL's estimate of the rows ``queryset`` returns (``EXPLAIN``; one query, no row
+    read)."""
+    sql, params = queryset.order_by().values("id").query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
         plan = cursor.fetchone()[0]
-        estimated = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"]
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"]
+
+
+def _required_parts(tree: QueryNode) -> tuple[QueryNode, ...]:
+    """What every match of ``tree`` must hold, apart: the operands of a top-level AND that are
+    not negations, a phrase split into its words."""
+    operands = tree.operands if isinstance(tree, And) else (tree,)
+    parts: list[QueryNode] = []
+    for operand in operands:
+        if isinstance(operand, Not):
+            continue
+        if isinstance(operand, Term) and operand.kind != "prefix" and " " in operand.text.strip():
+            parts += [Term(kind="word", text=word) for word in operand.text.split()]
+        else:
+            parts.append(operand)
+    return tuple(parts)
+
+
+def _keyword_plan(
+    matches: QuerySet[Paper], window: int, tree: QueryNode | None = None
+) -> tuple[bool, int | None]:
+    """How to read the newest ``window`` papers of ``matches``: ``(walk, recent)``.
+
+    ``walk``: walk the newest papers (``paper_newest_idx``) testing each. Otherwise read the
+    matches from the GIN index and keep the newest: first among the newest ``recent``
+    papers alone when ``recent`` is a number (a date range the GIN bitmap is ANDed with,
+    sized to hold :data:`RANGE_MARGIN` windows of matches), then, if that range held fewer
+    than a window, all of them.
+
+    With ``m`` of ``n`` papers matching (the planner's estimates; two queries of statistics,
+    none reading the table), spread evenly over time, the walk reads about ``window * n / m``
+    papers; the ranged GIN path reads ``RANGE_MARGIN * window`` papers and a bitmap of ``m``
+    entries (:data:`BITMAP_ENTRIES_A_PAPER` of them cost a paper's read). Matches are not
+    always spread evenly: a word whose papers are mostly old makes the walk read many times
+    its estimate (at 1M papers, 137,000 papers for 1,000 of a word's 26,000 matches: 0.6 s),
+    and PostgreSQL's own plan, costing the walk lower still, took it down to about 20,000
+    matches. So the walk is taken only when it wins by :data:`WALK_PENALTY` times: at 1M
+    papers and a window of 1,000, above about 220,000 matches (a word in a fifth of all
+    papers). Measured at 1M papers (``bench/README.md``): a word in 5% of papers 191 ms by
+    the whole GIN path, 12 ms by the ranged one.
+
+    PostgreSQL estimates words that must all be present (``black hole``: ``'black' &
+    'hole'``, or a quoted phrase) as if they were independent, far below their matches when
+    they go together (1,655 for 33,491), which would send a common pair down the whole GIN
+    path. So for several such words (``tree``'s top-level AND and its phrases' words) the
+    estimate is raised by the ratio of the rarest word's estimate (an upper bound) to theirs
+    together, over all papers: one query more than the words. An estimate above the matches
+    only narrows the range, and a range short of a window falls back to all matches."""
+    estimated = _planner_rows(matches)
+    conjuncts = _required_parts(tree) if tree is not None else []
+    if len(conjuncts) > 1:
+        together = _planner_rows(Paper.objects.filter(search_vector=_tsquery(And(conjuncts))))
+        rarest = min(
+            _planner_rows(Paper.objects.filter(search_vector=_tsquery(part))) for part in conjuncts
+        )
+        estimated *= max(1.0, rarest / max(together, 1.0))
+    with connection.cursor() as cursor:
         cursor.execute(
             "SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = %s::regclass",
             [Paper._meta.db_table],
         )
         papers = cursor.fetchone()[0]
-    return estimated * estimated > WALK_PENALTY * window * papers
+    if estimated <= 0 or papers <= 0:
+        return False, None
+    walked = window * papers / estimated
+    ranged = RANGE_MARGIN * window + estimated / BITMAP_ENTRIES_A_PAPER
+    if WALK_PENALTY * walked < ranged:
+        return True, None
+    recent = math.ceil(RANGE_MARGIN * window * papers / estimated)
+    return False, (recent if recent < papers / 2 else None)
 
 
 def has_searchable_words(q: str) -> bool:
@@ -461,7 +537,7 @@ def papers_search(
     or one without a searchable word finds nothing. Raises ``RuleSyntaxError`` (a
     ``ValueError`` with the position) for a malformed ``q``.
 
-    Queries on PostgreSQL: keyword 4; semantic adds one checking for vectors, the encoder's
+    Queries on PostgreSQL: keyword 4 to 6; semantic adds one checking for vectors, the encoder's
     work, a vector-index lookup and one query filtering its neighbours; hybrid all of those
     and one ranking the candidates by any word (:func:`any_word_ranked`). Raises
     ``ValueError`` for an unknown ``mode``.

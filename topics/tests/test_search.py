@@ -292,29 +292,57 @@ def _dated_papers(word_years: dict[int, int], *, others: int) -> dict[int, list[
     return papers
 
 
-@pytest.mark.parametrize("walk", [True, False])
-def test_keyword_ranking_takes_the_newest_matches_by_either_plan(db, monkeypatch, walk):
-    """Walking the newest papers and reading the matches from the GIN index must give the
-    same window: the newest matches, ranked."""
+@pytest.mark.parametrize(
+    "plan",
+    [(True, None), (False, None), (False, 3), (False, 12), (False, 40)],
+    ids=["walk", "gin", "gin-range-too-short", "gin-range", "gin-range-everything"],
+)
+def test_keyword_ranking_takes_the_newest_matches_by_every_plan(db, monkeypatch, plan):
+    """Walking the newest papers, reading every match from the GIN index, and reading those
+    among the newest papers first (falling back to every match when the range holds too
+    few) must give the same window: the newest matches, ranked."""
     papers = _dated_papers({2015: 6, 2019: 4}, others=8)
-    monkeypatch.setattr(search, "_walk_pays", lambda matches, window: walk)
+    monkeypatch.setattr(search, "_keyword_plan", lambda matches, window, tree: plan)
     matches = search.full_text_match(Paper.objects.all(), "lattice")
     ranked = search.full_text_ranked(matches, "lattice", window=4)
     assert {paper_id for paper_id, _ in ranked} == {paper.pk for paper in papers[2019]}
     assert [rank for _, rank in ranked] == sorted((rank for _, rank in ranked), reverse=True)
+    everything = search.full_text_ranked(matches, "lattice", window=20)
+    assert len(everything) == 10
 
 
 def test_the_plan_follows_how_many_papers_match(db, django_assert_max_num_queries):
-    """A word in most papers walks the newest papers; a rare word, or one whose papers are all
-    old, reads its matches from the GIN index (the walk would read past every newer paper)."""
-    _dated_papers({2012: 3}, others=60)
+    """A word in nearly every paper walks the newest papers; a rarer one reads its matches
+    from the GIN index, first among as many of the newest papers as should hold two windows
+    of them, or all of them when that would be most papers anyway."""
+    _dated_papers({2012: 10}, others=60)
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE papers_paper")
     everywhere = search.full_text_match(Paper.objects.all(), "fluid")
-    rare = search.full_text_match(Paper.objects.all(), "lattice")
+    rarer = search.full_text_match(Paper.objects.all(), "lattice")
     with django_assert_max_num_queries(2):
-        assert search._walk_pays(everywhere, 5)
-    assert not search._walk_pays(rare, 5)
-    assert not search._walk_pays(everywhere, 1000)
+        assert search._keyword_plan(everywhere, 2) == (True, None)
+    assert search._keyword_plan(rarer, 5) == (False, None)
+    walk, recent = search._keyword_plan(rarer, 1)
+    assert not walk and recent is not None and 7 <= recent < 35
+
+
+def test_words_that_go_together_are_not_taken_for_rare(db):
+    """PostgreSQL estimates 'lattice' & 'gauge' as if the words were independent; the plan
+    raises the estimate to the rarer word's, so that a pair in every paper still walks."""
+    _dated_papers({2012: 10}, others=60)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE papers_paper")
+    both = search.parse_query("fluid viscous")
+    matches = search.full_text_match(Paper.objects.all(), both)
+    assert search._planner_rows(matches) < 60 * 0.95
+    assert search._keyword_plan(matches, 2, both) == (True, None)
+    assert search._required_parts(search.parse_query('"fluid flow" -lattice channels')) == (
+        Term(kind="word", text="fluid"),
+        Term(kind="word", text="flow"),
+        Term(kind="word", text="channels"),
+    )
