@@ -90,6 +90,9 @@ SEARCH_WINDOW = 1000
 WALK_PENALTY = 2
 RANGE_MARGIN = 2
 BITMAP_ENTRIES_A_PAPER = 30
+# The words of a query estimated apart at most (a long query's first ones; the rarest of some
+# of its words is still an upper bound of its matches).
+ESTIMATED_PARTS_MAX = 8
 # Semantic search ranks this many nearest papers that pass the filters.
 SEMANTIC_WINDOW = 100
 # The nearest papers asked of the index first; multiplied by NEAREST_GROWTH while too few of
@@ -275,8 +278,10 @@ def full_text_ranked(
     """``(paper id, rank)`` for the newest ``window`` (default :data:`SEARCH_WINDOW`) papers of
     ``matches`` (papers matched to ``q`` by :func:`full_text_match`, and filtered), best
     first: ``rank`` is PostgreSQL's ``ts_rank`` over the stored vector (title weight A above
-    abstract weight B; a float, higher is better; 0.0 on SQLite), ties newest first. Three
-    to five queries on PostgreSQL (:func:`_keyword_plan`), one elsewhere.
+    abstract weight B; a float, higher is better; 0.0 on SQLite), ties newest first. On
+    PostgreSQL three queries, more for a query of several words that must all be present
+    (:func:`_keyword_plan`'s estimates) and two more for a word of middling frequency (a date
+    bound, and the whole ranking again when the range holds too few); one elsewhere.
 
     Bounded on purpose: a common word matches a third of all papers, and ranking them all
     costs seconds. Taking the newest ``window`` matches first (an index walk newest first for
@@ -388,10 +393,11 @@ def _keyword_plan(
     they go together (1,655 for 33,491), which would send a common pair down the whole GIN
     path. So for several such words (``tree``'s top-level AND and its phrases' words) the
     estimate is raised by the ratio of the rarest word's estimate (an upper bound) to theirs
-    together, over all papers: one query more than the words. An estimate above the matches
+    together, over all papers: one query more than the words (at most
+    :data:`ESTIMATED_PARTS_MAX` of them). An estimate above the matches
     only narrows the range, and a range short of a window falls back to all matches."""
     estimated = _planner_rows(matches)
-    conjuncts = _required_parts(tree) if tree is not None else []
+    conjuncts = _required_parts(tree)[:ESTIMATED_PARTS_MAX] if tree is not None else ()
     if len(conjuncts) > 1:
         together = _planner_rows(Paper.objects.filter(search_vector=_tsquery(And(conjuncts))))
         rarest = min(
@@ -537,10 +543,10 @@ def papers_search(
     or one without a searchable word finds nothing. Raises ``RuleSyntaxError`` (a
     ``ValueError`` with the position) for a malformed ``q``.
 
-    Queries on PostgreSQL: keyword 4 to 6; semantic adds one checking for vectors, the encoder's
-    work, a vector-index lookup and one query filtering its neighbours; hybrid all of those
-    and one ranking the candidates by any word (:func:`any_word_ranked`). Raises
-    ``ValueError`` for an unknown ``mode``.
+    Queries on PostgreSQL: keyword one and :func:`full_text_ranked`'s; semantic adds one
+    checking for vectors, the encoder's work, a vector-index lookup and one query filtering
+    its neighbours; hybrid all of those and one ranking the candidates by any word
+    (:func:`any_word_ranked`). Raises ``ValueError`` for an unknown ``mode``.
     """
     if mode not in MODES:
         raise ValueError(f"Unknown search mode {mode!r}; one of: {', '.join(MODES)}.")
