@@ -329,8 +329,9 @@ def topic_tree() -> list[TopicNode]:
     query (a correlated subquery over assignments whose topic path starts with the topic's
     path, so a paper under two children counts once for the parent) and stored, so the next
     call reads them. Counting every topic of a million-paper site this way takes about 20 s;
-    the stored counts are one join. Two queries while every count is current; four to five
-    otherwise (the count, creating missing stats rows, storing the counts). An active topic
+    the stored counts are one join. One query while every count is current; three to five
+    otherwise (the count, creating missing stats rows and reading them back, storing the
+    counts). An active topic
     whose parent is inactive is shown as a root.
     """
     topics = sorted(
