@@ -85,11 +85,13 @@ SEARCH_CONFIG = "english"
 SEARCH_WINDOW = 1000
 # How keyword search reads the newest matches (see _keyword_plan): the margin by which walking
 # the newest papers must beat the GIN index; how many matches the GIN path's date range is
-# sized to hold, in windows; and how many entries of a GIN bitmap cost what reading one paper
-# does (measured at 1M papers: 0.13 against 4 microseconds).
+# sized to hold, in windows; how many entries of a GIN bitmap, and of the date index (read
+# twice: the range's bound, then its bitmap), cost what reading one paper does (measured at
+# 1M papers: 0.13 and 0.35 against 4 microseconds).
 WALK_PENALTY = 2
 RANGE_MARGIN = 2
 BITMAP_ENTRIES_A_PAPER = 30
+DATE_ENTRIES_A_PAPER = 10
 # The words of a query estimated apart at most (a long query's first ones; the rarest of some
 # of its words is still an upper bound of its matches).
 ESTIMATED_PARTS_MAX = 8
@@ -378,15 +380,18 @@ def _keyword_plan(
 
     With ``m`` of ``n`` papers matching (the planner's estimates; two queries of statistics,
     none reading the table), spread evenly over time, the walk reads about ``window * n / m``
-    papers; the ranged GIN path reads ``RANGE_MARGIN * window`` papers and a bitmap of ``m``
-    entries (:data:`BITMAP_ENTRIES_A_PAPER` of them cost a paper's read). Matches are not
-    always spread evenly: a word whose papers are mostly old makes the walk read many times
-    its estimate (at 1M papers, 137,000 papers for 1,000 of a word's 26,000 matches: 0.6 s),
-    and PostgreSQL's own plan, costing the walk lower still, took it down to about 20,000
-    matches. So the walk is taken only when it wins by :data:`WALK_PENALTY` times: at 1M
-    papers and a window of 1,000, above about 220,000 matches (a word in a fifth of all
-    papers). Measured at 1M papers (``bench/README.md``): a word in 5% of papers 191 ms by
-    the whole GIN path, 12 ms by the ranged one.
+    papers; the whole GIN path reads ``m`` papers and a bitmap of ``m`` entries
+    (:data:`BITMAP_ENTRIES_A_PAPER` of them cost a paper's read); the ranged one reads
+    ``RANGE_MARGIN * window`` papers, the same bitmap, and ``recent = RANGE_MARGIN * window *
+    n / m`` entries of the date index (:data:`DATE_ENTRIES_A_PAPER` a paper). The cheapest
+    is taken, the walk's cost counted :data:`WALK_PENALTY` times: matches are not always
+    spread evenly, and a word whose papers are mostly old makes the walk read many times its
+    estimate (at 1M papers, 137,000 papers for 1,000 of a word's 26,000 matches: 0.6 s),
+    while PostgreSQL's own plan, costing the walk lower still, took it down to about 20,000
+    matches. At 1M papers and a window of 1,000: the whole GIN path up to about 15,000
+    matches, the ranged one up to about 220,000 (a word in a fifth of all papers), the walk
+    above. Measured at 1M papers (``bench/README.md``): a word in 5% of papers 191 ms by
+    the whole GIN path, 19 ms by the ranged one.
 
     PostgreSQL estimates words that must all be present (``black hole``: ``'black' &
     'hole'``, or a quoted phrase) as if they were independent, far below their matches when
@@ -412,12 +417,15 @@ def _keyword_plan(
         papers = cursor.fetchone()[0]
     if estimated <= 0 or papers <= 0:
         return False, None
-    walked = window * papers / estimated
-    ranged = RANGE_MARGIN * window + estimated / BITMAP_ENTRIES_A_PAPER
-    if WALK_PENALTY * walked < ranged:
-        return True, None
     recent = math.ceil(RANGE_MARGIN * window * papers / estimated)
-    return False, (recent if recent < papers / 2 else None)
+    costs = {  # in papers read
+        (True, None): WALK_PENALTY * window * papers / estimated,
+        (False, None): estimated * (1 + 1 / BITMAP_ENTRIES_A_PAPER),
+        (False, recent): RANGE_MARGIN * window
+        + estimated / BITMAP_ENTRIES_A_PAPER
+        + recent / DATE_ENTRIES_A_PAPER,
+    }
+    return min(costs, key=costs.get)
 
 
 def has_searchable_words(q: str) -> bool:
