@@ -108,7 +108,12 @@ def linked_count(papers: QuerySet, links: QuerySet) -> dict:
 
 
 def _planner_rows(queryset: QuerySet) -> int:
-    sql, params = queryset.query.sql_with_params()
+    """PostgreSQL's estimate of the rows of ``queryset`` (``EXPLAIN``, no row read); 0 for a
+    queryset filtered to nothing before any query (``id__in=[]``, ``none()``)."""
+    try:
+        sql, params = queryset.query.sql_with_params()
+    except EmptyResultSet:
+        return 0
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
         plan = cursor.fetchone()[0]

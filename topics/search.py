@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery
-from django.core.exceptions import ValidationError
+from django.core.exceptions import EmptyResultSet, ValidationError
 from django.db import connection
 from django.db.models import DateField, F, Func, Q, QuerySet
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -321,10 +321,13 @@ def full_text_ranked(
 
 def _ranked_window(newest: QuerySet[Paper], tree: QueryNode, window: int):
     """``(paper id, ts_rank)`` for the first ``window`` papers of ``newest`` (ordered newest
-    first), ranked; one query."""
-    inner, params = newest.values("id", "submitted", "search_vector")[
-        :window
-    ].query.sql_with_params()
+    first), ranked; one query (none for a queryset filtered to nothing before any query)."""
+    try:
+        inner, params = newest.values("id", "submitted", "search_vector")[
+            :window
+        ].query.sql_with_params()
+    except EmptyResultSet:
+        return []
     tsquery, tsquery_params = _tsquery_sql(tree)
     # Ranked outside the LIMIT: ts_rank runs on the window's rows only.
     sql = (
@@ -344,8 +347,11 @@ _UNINDEXED_SUBMITTED = Func(
 
 def _planner_rows(queryset: QuerySet[Paper]) -> float:
     """PostgreSQL's estimate of the rows ``queryset`` returns (``EXPLAIN``; one query, no row
-    read)."""
-    sql, params = queryset.order_by().values("id").query.sql_with_params()
+    read); 0 for a queryset filtered to nothing before any query (``none()``)."""
+    try:
+        sql, params = queryset.order_by().values("id").query.sql_with_params()
+    except EmptyResultSet:
+        return 0
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
         plan = cursor.fetchone()[0]

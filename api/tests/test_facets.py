@@ -145,3 +145,10 @@ def test_a_list_estimated_far_above_the_limit_is_not_counted(api_client, world, 
         assert meta == {"count": 4, "count_exact": True}
     monkeypatch.setattr(facets, "EXACT_COUNT_LIMIT", 100)
     assert api_client.get("/api/v1/papers/").json()["meta"] == {"count": 4, "count_exact": True}
+
+
+def test_a_list_filtered_to_nothing_counts_zero(db):
+    from papers.models import Paper
+
+    assert facets.list_count(Paper.objects.none()) == {"count": 0, "count_exact": True}
+    assert facets.list_count(Paper.objects.filter(id__in=[])) == {"count": 0, "count_exact": True}

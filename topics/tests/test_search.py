@@ -346,3 +346,15 @@ def test_words_that_go_together_are_not_taken_for_rare(db):
         Term(kind="word", text="flow"),
         Term(kind="word", text="channels"),
     )
+
+
+def test_a_queryset_filtered_to_nothing_ranks_nothing_without_a_query(db):
+    """``none()`` (or ``id__in=[]``) compiles to no SQL: the plan's estimates and the ranking
+    answer empty instead of raising."""
+    PaperFactory(title="Lattice gauge fields")
+    nothing = search.full_text_match(Paper.objects.none(), "lattice")
+    assert search.full_text_ranked(nothing, "lattice") == []
+    assert (
+        search.papers_search(q="lattice", queryset=Paper.objects.none(), mode="keyword").ranked
+        == []
+    )
