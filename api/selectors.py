@@ -455,13 +455,23 @@ def topic_trend(
     """``(as_of, weeks)``: ``weeks`` weekly counts and shares for ``topic``, oldest first,
     weeks starting Monday, the last being the week that holds ``as_of`` (default: the newest
     submitted date among all papers, today with none), counted up to ``as_of`` included.
-    Three queries (two with ``as_of``)."""
+    The topic's side is counted from its subtree's accepted assignments, which carry their
+    paper's submitted date and whether it counts (as momentum reads them: a range scan per
+    subtree topic, no paper read; reading the papers of a 17,000-paper topic to keep a
+    year's took 195 ms at 1M papers). Three queries (two with ``as_of``)."""
     if as_of is None:
         as_of = Paper.objects.aggregate(newest=Max("submitted"))["newest"] or timezone.localdate()
-    topic_paper_ids = (
-        Assignment.objects.accepted_live().in_subtree(topic).order_by().values("paper_id")
+    first_monday = _trend_first_monday(as_of, weeks)
+    per_day = (
+        Assignment.objects.accepted_live()
+        .in_subtree(topic)
+        .filter(submitted__gte=first_monday, submitted__lte=as_of)
+        .order_by()
+        .values("submitted")
+        .annotate(n=Count("paper_id", distinct=True))
+        .values_list("submitted", "n")
     )
-    return papers_trend(paper_ids=topic_paper_ids, weeks=weeks, as_of=as_of)
+    return as_of, _trend_weeks(per_day, weeks=weeks, as_of=as_of)
 
 
 def papers_trend(
@@ -472,27 +482,56 @@ def papers_trend(
     into weeks here. Two queries (one with ``as_of``)."""
     if as_of is None:
         as_of = Paper.objects.aggregate(newest=Max("submitted"))["newest"] or timezone.localdate()
-    last_monday = as_of - dt.timedelta(days=as_of.weekday())
-    first_monday = last_monday - dt.timedelta(weeks=weeks - 1)
-    # Papers that count only, on both sides of the share, as in topics.momentum.
-    in_range = Paper.objects.live().filter(submitted__gte=first_monday, submitted__lte=as_of)
+    per_day = (
+        _trend_papers(as_of, weeks)
+        .filter(id__in=paper_ids)
+        .order_by()
+        .values("submitted")
+        .annotate(n=Count("id"))
+        .values_list("submitted", "n")
+    )
+    return as_of, _trend_weeks(per_day, weeks=weeks, as_of=as_of)
 
-    def per_week(queryset) -> dict[dt.date, int]:
+
+def _trend_first_monday(as_of: dt.date, weeks: int) -> dt.date:
+    last_monday = as_of - dt.timedelta(days=as_of.weekday())
+    return last_monday - dt.timedelta(weeks=weeks - 1)
+
+
+def _trend_papers(as_of: dt.date, weeks: int) -> QuerySet[Paper]:
+    """Papers that count (on both sides of the share, as in ``topics.momentum``) submitted in
+    the trend's weeks up to ``as_of``."""
+    first_monday = _trend_first_monday(as_of, weeks)
+    return Paper.objects.live().filter(submitted__gte=first_monday, submitted__lte=as_of)
+
+
+def _trend_weeks(per_day, *, weeks: int, as_of: dt.date) -> list[TrendWeek]:
+    """The weeks of a trend from ``per_day`` (``(submitted, count)`` rows of its papers),
+    with every paper that counts in those weeks as the total (one query)."""
+
+    def fold(rows) -> dict[dt.date, int]:
         counts: dict[dt.date, int] = {}
-        rows = queryset.order_by().values("submitted").annotate(n=Count("id"))
-        for submitted, n in rows.values_list("submitted", "n"):
+        for submitted, n in rows:
             monday = submitted - dt.timedelta(days=submitted.weekday())
             counts[monday] = counts.get(monday, 0) + n
         return counts
 
-    topic_counts = per_week(in_range.filter(id__in=paper_ids))
-    totals = per_week(in_range)
+    counts = fold(per_day)
+    # count(*) of the submitted dates only: an index-only scan of paper_live_submitted_idx.
+    totals = fold(
+        _trend_papers(as_of, weeks)
+        .order_by()
+        .values("submitted")
+        .annotate(n=Count("*"))
+        .values_list("submitted", "n")
+    )
+    first_monday = _trend_first_monday(as_of, weeks)
     result = []
     for i in range(weeks):
         monday = first_monday + dt.timedelta(weeks=i)
-        count, total = topic_counts.get(monday, 0), totals.get(monday, 0)
+        count, total = counts.get(monday, 0), totals.get(monday, 0)
         result.append(TrendWeek(monday, count, total, count / total if total else 0.0))
-    return as_of, result
+    return result
 
 
 class InvalidDoi(ValueError):

@@ -98,6 +98,23 @@ def test_trend_counts_weekly_papers_and_their_share_up_to_as_of(api_client, worl
     assert early["weeks"] == [{"week_start": "2026-09-28", "count": 0, "total": 0, "share": 0.0}]
 
 
+def test_trend_counts_a_paper_under_two_subtree_topics_once_and_no_withdrawn_one(api_client, world):
+    """The topic's side comes from its subtree's assignments: a paper in the parent and the
+    child counts once, a withdrawn paper in the topic on neither side."""
+    from papers.models import Paper
+    from topics.models import Assignment, Topic
+
+    llm = Topic.objects.get(slug="llm")
+    twice = Paper.objects.get(arxiv_id="2609.00002")
+    Assignment.objects.create(paper=twice, topic=llm, source="rule", state="accepted", score=1)
+    gone = make_paper(arxiv_id="2609.00021", submitted=dt.date(2026, 9, 23), topics=[llm])
+    before = api_client.get("/api/v1/topics/llm/trend/?as_of=2026-09-29&weeks=2").json()
+    assert before["weeks"][0] == {"week_start": "2026-09-21", "count": 2, "total": 2, "share": 1.0}
+    Paper.objects.filter(pk=gone.pk).update(withdrawn=True)
+    body = api_client.get("/api/v1/topics/llm/trend/?as_of=2026-09-29&weeks=2").json()
+    assert body["weeks"][0] == {"week_start": "2026-09-21", "count": 1, "total": 1, "share": 1.0}
+
+
 def test_trend_defaults_to_12_weeks_up_to_the_newest_paper(api_client, world):
     body = api_client.get("/api/v1/topics/llm/trend/").json()
     assert body["as_of"] == "2026-09-29"
