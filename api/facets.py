@@ -26,7 +26,7 @@ import json
 
 from django.core.cache import cache
 from django.core.exceptions import EmptyResultSet
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncMonth, TruncWeek, TruncYear
 from rest_framework.exceptions import ValidationError
@@ -114,7 +114,8 @@ def _planner_rows(queryset: QuerySet) -> int:
         sql, params = queryset.query.sql_with_params()
     except EmptyResultSet:
         return 0
-    with connection.cursor() as cursor:
+    # The queryset's own database (a read replica for a reader's GET), as its rows would be.
+    with connections[queryset.db].cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
         plan = cursor.fetchone()[0]
     if isinstance(plan, str):

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import EmptyResultSet, ValidationError
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import DateField, F, Func, Q, QuerySet
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -334,7 +334,7 @@ def _ranked_window(newest: QuerySet[Paper], tree: QueryNode, window: int):
         f"SELECT w.id, ts_rank(w.search_vector, {tsquery}) AS rank "
         f"FROM ({inner}) AS w ORDER BY rank DESC, w.submitted DESC, w.id DESC"
     )
-    with connection.cursor() as cursor:
+    with connections[newest.db].cursor() as cursor:
         cursor.execute(sql, [*tsquery_params, *params])
         return cursor.fetchall()
 
@@ -352,7 +352,8 @@ def _planner_rows(queryset: QuerySet[Paper]) -> float:
         sql, params = queryset.order_by().values("id").query.sql_with_params()
     except EmptyResultSet:
         return 0
-    with connection.cursor() as cursor:
+    # The queryset's own database (a read replica for a reader's GET), as its rows would be.
+    with connections[queryset.db].cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
         plan = cursor.fetchone()[0]
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"]
@@ -415,7 +416,7 @@ def _keyword_plan(
             _planner_rows(Paper.objects.filter(search_vector=_tsquery(part))) for part in conjuncts
         )
         estimated *= max(1.0, rarest / max(together, 1.0))
-    with connection.cursor() as cursor:
+    with connections[matches.db].cursor() as cursor:
         cursor.execute(
             "SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = %s::regclass",
             [Paper._meta.db_table],

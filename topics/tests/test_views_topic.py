@@ -344,7 +344,10 @@ def test_index_query_count_is_constant(client):
         child = TopicFactory(parent=parent)
         card_paper(topics=[child, TopicFactory(parent=child)])
 
-    assert count_queries(client, reverse("topics:index")) == few == 5
+    # New topics have no stored counts yet: counted and stored (topics.selectors.topic_tree:
+    # the count, the stats rows created and read back, the counts stored) beside the
+    # fingerprint and momentum, whatever the number of topics.
+    assert count_queries(client, reverse("topics:index")) == few == 9
 
 
 def test_unknown_topic_gets_the_sites_own_404_page(client):
