@@ -4,9 +4,7 @@
   Exact up to :data:`EXACT_COUNT_LIMIT` papers, by counting a subquery cut at one more than
   the limit (so no ``COUNT`` ever reads more than that many rows); above it, on PostgreSQL,
   the planner's row estimate for the whole filtered query (``EXPLAIN``, no rows read) and
-  ``count_exact`` false, without counting at all when the estimate is
-  :data:`ESTIMATE_TRUSTED_ABOVE` times the limit or more. Elsewhere (the embedded SQLite
-  demo) always exact.
+  ``count_exact`` false. Elsewhere (the embedded SQLite demo) always exact.
   :func:`linked_count`: the same for papers filtered by an author's or affiliation's name,
   counted from the authorships or paper affiliations alone.
 - :func:`group_counts`: the top :data:`GROUP_LIMIT` groups of the filtered papers by one of
@@ -38,10 +36,6 @@ from .facet_counts import STORED_FACETS, stored_group_counts
 from .pagination import PaperCursorPagination
 
 EXACT_COUNT_LIMIT = 10_000
-# A list the planner estimates at this many times EXACT_COUNT_LIMIT or more is not counted up
-# to the limit first: the estimate is given at once (counting 10,001 rows cost 68 ms at 1M
-# papers for ``category=cs.LG&submitted_after=2018-01-01``, against 10 ms for the page).
-ESTIMATE_TRUSTED_ABOVE = 10
 # The link rows (authorships, paper affiliations) linked_count reads at most.
 LINKED_COUNT_ROWS = 4 * EXACT_COUNT_LIMIT
 FACET_CACHE_SECONDS = 300
@@ -63,20 +57,20 @@ GROUP_BY_KEYS = {
 def list_count(queryset: QuerySet) -> dict:
     """``{"count": int, "count_exact": bool}`` for ``queryset`` (papers or paper rows, filtered):
     exact when at most :data:`EXACT_COUNT_LIMIT`, else the PostgreSQL planner's estimate (at
-    least the limit + 1, so an estimate never reads below what was counted). The estimate
-    comes first (``EXPLAIN``, no row read): at :data:`ESTIMATE_TRUSTED_ABOVE` times the limit
-    or more it is the answer, marked inexact; below that the rows are counted up to the
-    limit + 1. Two queries at most."""
+    least the limit + 1, so an estimate never reads below what was counted). Two queries at
+    most (the capped count, then ``EXPLAIN``).
+
+    The rows are counted before the planner is asked: its estimate takes conditions as
+    independent, so a word and its negation, or a word and a category that never meet, can
+    be estimated at a quarter of all papers while none match. Trusting a large estimate
+    first saved 62 ms on a 1M-paper list and reported 250,000 for an empty one."""
     ids = queryset.order_by().values("id")
     if connection.vendor != "postgresql":
         return {"count": ids.count(), "count_exact": True}
-    estimate = _planner_rows(ids)
-    if estimate >= ESTIMATE_TRUSTED_ABOVE * EXACT_COUNT_LIMIT:
-        return {"count": estimate, "count_exact": False}
     capped = ids[: EXACT_COUNT_LIMIT + 1].count()
     if capped <= EXACT_COUNT_LIMIT:
         return {"count": capped, "count_exact": True}
-    return {"count": max(estimate, EXACT_COUNT_LIMIT + 1), "count_exact": False}
+    return {"count": max(_planner_rows(ids), EXACT_COUNT_LIMIT + 1), "count_exact": False}
 
 
 def linked_count(papers: QuerySet, links: QuerySet) -> dict:
@@ -240,8 +234,7 @@ META_SCHEMA = {
         "count": {
             "type": "integer",
             "description": f"Papers matching the filters: exact up to {EXACT_COUNT_LIMIT:,}, "
-            "above that the database planner's estimate (given without counting when it is "
-            f"{ESTIMATE_TRUSTED_ABOVE * EXACT_COUNT_LIMIT:,} or more).",
+            "above that the database planner's estimate.",
         },
         "count_exact": {
             "type": "boolean",

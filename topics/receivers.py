@@ -7,7 +7,7 @@ from papers.models import Paper
 from papers.signals import papers_embedded, papers_live_changed, papers_stored
 
 from .caches import topic_caches_invalidate_on_commit
-from .models import Assignment
+from .models import Assignment, Topic
 
 
 @receiver(papers_stored, dispatch_uid="topics.tag_stored_papers")
@@ -54,3 +54,13 @@ def counts_after_papers_live_changed(sender, paper_ids, **kwargs):
     )
     if topic_ids:
         topic_caches_invalidate(topic_ids)
+
+
+@receiver(pre_delete, sender=Topic, dispatch_uid="topics.counts_after_topic_delete")
+def counts_after_topic_delete(sender, instance, **kwargs):
+    """A topic about to be deleted (the admin's delete, or a cascade from its parent): once
+    that commits, the stored counts and momentum of its ancestors are recounted, as after any
+    change of assignments, since its papers no longer count for them. No query: the ancestors
+    are in the topic's path."""
+    ancestors = [int(pk) for pk in instance.path.split("/") if pk and int(pk) != instance.pk]
+    topic_caches_invalidate_on_commit(ancestors)

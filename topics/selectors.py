@@ -170,6 +170,9 @@ def topic_newest_paper_ids(
             f" (SELECT a.submitted, a.paper_id FROM {authorship} a"
             f" JOIN {paper} p ON p.id = a.paper_id AND {_LIVE_PAPER_SQL}"
             " WHERE a.author_id = followed.id"
+            # An author credited twice on a paper (a merge keeps both authorships) counts
+            # it once before the cut, or the page would come up short.
+            " GROUP BY a.submitted, a.paper_id"
             " ORDER BY a.submitted DESC, a.paper_id DESC LIMIT %s) authored"
         )
         params += [*authors_params, wanted]

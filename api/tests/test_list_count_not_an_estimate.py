@@ -1,5 +1,6 @@
-"""Breaker session 4: failures found in api.facets.list_count (the planner's estimate
-taken as the answer when it is at least 10x EXACT_COUNT_LIMIT)."""
+"""``api.facets.list_count`` counts before it estimates: the planner takes conditions as
+independent and estimates contradictory or disjoint filters at a large share of the papers
+(found by a breaker trying an estimate-first count)."""
 
 import pytest
 from django.db import connection

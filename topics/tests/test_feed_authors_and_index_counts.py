@@ -1,5 +1,6 @@
-"""Breaker session 4: failures found in the feed's followed authors (topic_newest_paper_ids'
-per-author LATERAL) and the topics index's stored counts (topic_tree)."""
+"""Edges of the feed's followed authors (``topic_newest_paper_ids``' per-author LATERAL: an
+author credited twice on a paper) and of the topics index's stored counts (``topic_tree``:
+a topic deleted by the admin)."""
 
 import datetime as dt
 
