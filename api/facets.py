@@ -20,17 +20,17 @@
 from __future__ import annotations
 
 import hashlib
-import json
 
 from django.core.cache import cache
 from django.core.exceptions import EmptyResultSet
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncMonth, TruncWeek, TruncYear
 from rest_framework.exceptions import ValidationError
 
 from papers.models import Authorship, Paper
 from topics.models import Assignment
+from topicsite.planner import planner_rows
 
 from .facet_counts import STORED_FACETS, stored_group_counts
 from .pagination import PaperCursorPagination
@@ -70,7 +70,7 @@ def list_count(queryset: QuerySet) -> dict:
     capped = ids[: EXACT_COUNT_LIMIT + 1].count()
     if capped <= EXACT_COUNT_LIMIT:
         return {"count": capped, "count_exact": True}
-    return {"count": max(_planner_rows(ids), EXACT_COUNT_LIMIT + 1), "count_exact": False}
+    return {"count": max(planner_rows(ids), EXACT_COUNT_LIMIT + 1), "count_exact": False}
 
 
 def linked_count(papers: QuerySet, links: QuerySet) -> dict:
@@ -94,27 +94,11 @@ def linked_count(papers: QuerySet, links: QuerySet) -> dict:
         cursor.execute(f"SELECT count(DISTINCT paper_id), count(*) FROM ({sql}) links", params)
         distinct, read = cursor.fetchone()
     if distinct > EXACT_COUNT_LIMIT:
-        estimate = _planner_rows(papers.order_by().values("id"))
+        estimate = planner_rows(papers.order_by().values("id"))
         return {"count": max(estimate, distinct), "count_exact": False}
     if read <= LINKED_COUNT_ROWS:
         return {"count": distinct, "count_exact": True}
     return list_count(papers)
-
-
-def _planner_rows(queryset: QuerySet) -> int:
-    """PostgreSQL's estimate of the rows of ``queryset`` (``EXPLAIN``, no row read); 0 for a
-    queryset filtered to nothing before any query (``id__in=[]``, ``none()``)."""
-    try:
-        sql, params = queryset.query.sql_with_params()
-    except EmptyResultSet:
-        return 0
-    # The queryset's own database (a read replica for a reader's GET), as its rows would be.
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0]
-    if isinstance(plan, str):
-        plan = json.loads(plan)
-    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 def checked_group_by(request) -> str | None:

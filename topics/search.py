@@ -35,7 +35,6 @@ When the encoder's model files are missing or no paper has a vector yet, ``hybri
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Iterable, Sequence
@@ -49,6 +48,7 @@ from django.db.models import DateField, F, Func, Q, QuerySet
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from papers.models import Paper, PaperEmbedding
+from topicsite.planner import planner_rows
 
 from .tagging.classifier import tokenize
 from .tagging.rules import And, Not, QueryNode, RuleSyntaxError, Term, fold, parse_query
@@ -346,17 +346,8 @@ _UNINDEXED_SUBMITTED = Func(
 
 
 def _planner_rows(queryset: QuerySet[Paper]) -> float:
-    """PostgreSQL's estimate of the rows ``queryset`` returns (``EXPLAIN``; one query, no row
-    read); 0 for a queryset filtered to nothing before any query (``none()``)."""
-    try:
-        sql, params = queryset.order_by().values("id").query.sql_with_params()
-    except EmptyResultSet:
-        return 0
-    # The queryset's own database (a read replica for a reader's GET), as its rows would be.
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0]
-    return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"]
+    """PostgreSQL's estimate of the papers ``queryset`` returns (``topicsite.planner``)."""
+    return planner_rows(queryset.order_by().values("id"))
 
 
 def _required_parts(tree: QueryNode) -> tuple[QueryNode, ...]:
