@@ -15,6 +15,7 @@ nor curator: 403.
 from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.views.defaults import permission_denied
 
 # The group made by topics/migrations/0003_curators_group.py (named here: the kernel imports
 # no app).
@@ -47,5 +48,7 @@ class TopicsiteAdminSite(admin.AdminSite):
         if not request.user.is_authenticated:
             return secure_admin_login(super().login)(request, extra_context)
         if not self.has_permission(request):
-            raise PermissionDenied
+            # The 403 page itself, not ``raise PermissionDenied``: Django logs a raised one
+            # with its traceback, and a reader who follows a link to /admin/ is not an error.
+            return permission_denied(request, PermissionDenied("Staff and curators only."))
         return super().login(request, extra_context)

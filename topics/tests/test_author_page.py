@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from papers.author_services import authors_merge
-from papers.models import Affiliation, Author
+from papers.models import Affiliation, Author, PaperAffiliation
 from papers.tests.factories import AuthorFactory, AuthorshipFactory, CategoryFactory, PaperFactory
 from topics.authors import AUTHOR_PAPERS_PER_PAGE, author_momentum
 from topics.services import topic_create
@@ -188,3 +188,18 @@ def test_paper_page_links_every_author_to_their_page(client):
     page = client.get(paper.get_absolute_url()).content.decode()
     for author in authors:
         assert f'<a href="{author.get_absolute_url()}">{author.name}</a>' in page
+
+
+def test_no_affiliation_of_their_own_says_the_papers_affiliations_are_the_papers(client, topics):
+    """An author with no affiliation by name, on a paper whose affiliations were recorded for
+    the paper as a whole: the card lists them, so the empty section must not read as if no
+    affiliation were known anywhere."""
+    author = AuthorFactory(name="Plain Author")
+    paper = authored(author, topics=[topics["agents"]])
+    PaperAffiliation.objects.create(
+        paper=paper, affiliation=Affiliation.objects.create(name="Somewhere U"), position=0
+    )
+    html = client.get(author.get_absolute_url()).content.decode()
+    assert "No affiliation is recorded for this author by name" in html
+    assert "recorded for the paper as a whole" in html
+    assert "No affiliation given for this author on their papers" not in html

@@ -56,3 +56,14 @@ def test_staff_still_enter_and_anonymous_readers_go_to_the_log_in_page(client):
     response = client.get("/admin/login/")
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/?next=")
+
+
+def test_a_reader_sent_away_from_the_admin_gets_the_403_page_and_no_traceback(client, caplog):
+    """A signed-in reader who opens /admin/ is not a server error: the 403 page, logged as one
+    line like any 4xx, with no traceback in the console."""
+    client.force_login(UserFactory(is_staff=False))
+    with caplog.at_level("WARNING", logger="django.request"):
+        response = client.get("/admin/", follow=True)
+    assert response.status_code == 403
+    assert response.redirect_chain and response.redirect_chain[-1][0].startswith("/admin/login/")
+    assert not [record for record in caplog.records if record.exc_info]
