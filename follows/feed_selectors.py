@@ -7,20 +7,17 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.db.models.functions import Left
-from django.db.models.lookups import StartsWith
 
 from papers.duplicates import duplicates_collapse
 from papers.models import Authorship, Paper
 from topics.cards import CARD_ABSTRACT_CHARS, CARD_TITLE_CHARS, PaperCard, paper_cards
-from topics.models import Topic
-from topics.selectors import topic_newest_paper_ids
 
 from .for_you_selectors import relevance_key, saved_closeness
 from .library_selectors import library_states
 from .models import Follow
-from .selectors import scoped_search_matches, user_follow_matches
+from .selectors import user_follow_matches, user_newest_paper_ids
 
 # Authors named in an Atom entry; large collaborations list thousands.
 ATOM_AUTHORS = 10
@@ -40,11 +37,9 @@ class FeedPapers:
     ``topics.cards.PaperCard`` (what a card shows, as on the topic page, and when the
     paper was stored). ``capped`` tells whether there were more.
 
-    Reads the ids once, on first use, in one query: the newest accepted assignments of each
-    topic in the followed topics' subtrees and the saved searches' newest papers, merged (one
-    index range scan per topic, see ``topics.selectors.topic_newest_paper_ids``) with the
-    followed authors' papers, then one
-    more to list a paper stored under two ids once (``papers.duplicates``). A slice
+    Reads the ids once, on first use, in one query
+    (``follows.selectors.user_newest_paper_ids``), then one more to list a paper stored under
+    two ids once (``papers.duplicates``). A slice
     then loads its cards in one query on PostgreSQL (``topics.cards.paper_cards``).
     """
 
@@ -56,21 +51,7 @@ class FeedPapers:
     def _newest_ids(self) -> list[int]:
         if self._ids is not None:
             return self._ids
-        followed_above = Follow.objects.filter(
-            StartsWith(OuterRef("path"), F("topic__path")),
-            user=self.user,
-            kind=Follow.Kind.TOPIC,
-        ).exclude(topic__path="")
-        ids = topic_newest_paper_ids(
-            topic_ids=Topic.objects.filter(Exists(followed_above)),
-            limit=FEED_MAX_PAPERS + 1,
-            # Saved searches' and followed authors' papers, merged in the same query, each
-            # source its own branch.
-            extra_papers=Paper.objects.filter(pk__in=_search_paper_ids(user=self.user)),
-            author_ids=Follow.objects.filter(user=self.user, kind=Follow.Kind.AUTHOR).values(
-                "author_id"
-            ),
-        )
+        ids = user_newest_paper_ids(user=self.user, limit=FEED_MAX_PAPERS + 1)
         self.capped = len(ids) > FEED_MAX_PAPERS
         self._ids = duplicates_collapse(ids[:FEED_MAX_PAPERS])
         return self._ids
@@ -87,14 +68,6 @@ class FeedPapers:
             ids = [ids]
         papers = paper_cards(paper_ids=ids)
         return papers if isinstance(index, slice) else papers[0]
-
-
-def _search_paper_ids(*, user) -> QuerySet:
-    return (
-        scoped_search_matches()
-        .filter(follow__user=user, follow__kind=Follow.Kind.SEARCH)
-        .values("paper_id")
-    )
 
 
 def feed_card_papers(*, user) -> FeedPapers:

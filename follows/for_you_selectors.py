@@ -40,7 +40,7 @@ from papers.models import Paper, PaperEmbedding
 from topics.cards import PaperCard, paper_cards
 
 from .models import Follow, ForYouFeedback, LibraryItem
-from .selectors import user_follow_matches, user_papers
+from .selectors import user_follow_matches, user_newest_paper_ids
 
 # Picks on the /for-you/ page.
 FOR_YOU_PICKS = 30
@@ -192,9 +192,7 @@ def for_you_ranking(
         return ranking
     followed_ids: list[int] = []
     if follow_count:
-        followed_ids = list(
-            user_papers(user=user).values_list("pk", flat=True)[:FOLLOWED_POSITIVES_MAX]
-        )
+        followed_ids = user_newest_paper_ids(user=user, limit=FOLLOWED_POSITIVES_MAX)
     model, dimension, known = _vectors_with_model(saved_ids + followed_ids + dismissed_ids)
     if model is None:
         return ranking
@@ -214,12 +212,12 @@ def for_you_ranking(
     ][:CANDIDATES_MAX]
     followed_new = set()
     if follow_count:
+        # The candidates are the window's newest CANDIDATES_MAX + len(excluded) papers, so a
+        # followed one among them has no more followed papers above it than that: the same
+        # number of the follows' newest papers in the window holds every one of them.
         followed_new = set(
-            user_papers(user=user)
-            .filter(pk__in=candidate_ids)
-            .values_list("pk", flat=True)
-            .order_by()
-        )
+            user_newest_paper_ids(user=user, limit=CANDIDATES_MAX + len(excluded), after=since)
+        ).intersection(candidate_ids)
     vectors = sound_vectors(load_vectors(candidate_ids, model=model), dimension)
     candidate_ids = [pk for pk in candidate_ids if pk in vectors]
     if not candidate_ids:
@@ -243,7 +241,9 @@ def for_you_ranking(
     )
     if len(dismissed):
         scores = scores - DISMISSED_PENALTY * np.clip((candidates @ dismissed.T).max(axis=1), 0, 1)
-    scores = scores + FOLLOWED_BONUS * np.array([pk in followed_new for pk in candidate_ids])
+    scores = scores + FOLLOWED_BONUS * np.fromiter(
+        (pk in followed_new for pk in candidate_ids), dtype=bool, count=len(candidate_ids)
+    )
     order = np.argsort(-scores, kind="stable")
     ranked_ids = duplicates_collapse([candidate_ids[i] for i in order], already=saved_ids)
     score_of = dict(zip(candidate_ids, scores.tolist(), strict=True))
@@ -251,10 +251,13 @@ def for_you_ranking(
     if saved_known:
         saved_matrix = stack((known[pk] for pk in saved_known), dimension)
         cosines = candidates @ saved_matrix.T
-        for row, pk in enumerate(candidate_ids):
-            best = int(np.argmax(cosines[row]))
-            if cosines[row, best] >= CLOSE_TO_MIN:
-                ranking.close_to[pk] = (saved_known[best], float(cosines[row, best]))
+        best = cosines.argmax(axis=1)
+        best_cosine = cosines[np.arange(len(candidate_ids)), best]
+        for row in np.flatnonzero(best_cosine >= CLOSE_TO_MIN).tolist():
+            ranking.close_to[candidate_ids[row]] = (
+                saved_known[int(best[row])],
+                float(best_cosine[row]),
+            )
     return ranking
 
 

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from papers.models import Authorship, Paper
 from topics.models import Assignment, Topic
-from topics.selectors import topic_papers
+from topics.selectors import topic_newest_paper_ids, topic_papers
 
 from .models import Follow, SearchMatch
 
@@ -39,6 +39,7 @@ __all__ = [
     "scoped_search_matches",
     "user_follow_matches",
     "user_follows",
+    "user_newest_paper_ids",
     "user_papers",
 ]
 
@@ -121,6 +122,35 @@ def user_papers(*, user, since: dt.datetime | dt.date | None = None) -> QuerySet
         | Q(pk__in=author_followed_paper_ids(user=user))
     )
     return _arrived_since(papers, since).newest_first()
+
+
+def user_newest_paper_ids(*, user, limit: int, after: dt.date | None = None) -> list[int]:
+    """Ids of the newest ``limit`` papers of :func:`user_papers` (the same papers, in the same
+    order: submitted descending, then id descending), with ``after`` only those submitted
+    strictly after that date. One query, whose cost grows with the number of follows and
+    with ``limit`` (or the papers after ``after``), not with the followed topics' sizes: one
+    index range scan per topic of the followed subtrees and per followed author, and the
+    saved searches' matches, each its own branch (``topics.selectors.topic_newest_paper_ids``;
+    :func:`user_papers`' one ``OR`` of ``IN`` subqueries walked every paper newest first for
+    a reader who followed no author and saved no search). Raises ``ValueError`` for a
+    negative ``limit``."""
+    followed_above = Follow.objects.filter(
+        StartsWith(OuterRef("path"), F("topic__path")),
+        user=user,
+        kind=Follow.Kind.TOPIC,
+    ).exclude(topic__path="")
+    search_paper_ids = (
+        scoped_search_matches()
+        .filter(follow__user=user, follow__kind=Follow.Kind.SEARCH)
+        .values("paper_id")
+    )
+    return topic_newest_paper_ids(
+        topic_ids=Topic.objects.filter(Exists(followed_above)),
+        limit=limit,
+        extra_papers=Paper.objects.filter(pk__in=search_paper_ids),
+        author_ids=Follow.objects.filter(user=user, kind=Follow.Kind.AUTHOR).values("author_id"),
+        after=after,
+    )
 
 
 _KIND_ORDER = {Follow.Kind.TOPIC: 0, Follow.Kind.AUTHOR: 1, Follow.Kind.SEARCH: 2}

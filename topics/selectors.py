@@ -94,6 +94,8 @@ _LIVE_PAPER_SQL = "p.deleted_at IS NULL AND NOT p.withdrawn"
 # Rows strictly after a keyset position (submitted, paper id) in the newest-first order, the
 # date first so that it bounds the index range scan (as api.pagination's cursors do).
 _BEFORE_SQL = " AND submitted <= %s AND (submitted < %s OR paper_id < %s)"
+# Rows submitted strictly after a date: the other end of the same index range.
+_AFTER_SQL = " AND submitted > %s"
 
 
 def topic_newest_paper_ids(
@@ -104,6 +106,7 @@ def topic_newest_paper_ids(
     extra_papers: QuerySet[Paper] | Sequence[QuerySet[Paper]] | None = None,
     author_ids: QuerySet | None = None,
     before: tuple[dt.date, int] | None = None,
+    after: dt.date | None = None,
 ) -> list[int]:
     """Ids of distinct papers that count (neither withdrawn nor deleted) with an accepted
     assignment to any topic of ``topic_ids``, ordered as :func:`topic_papers` (submitted
@@ -122,7 +125,9 @@ def topic_newest_paper_ids(
     not all read and sorted; elsewhere as another ``extra_papers`` queryset.
     ``before``, a keyset position ``(submitted, paper id)``, starts the list at the papers
     strictly after it in that order (an API cursor's next page; ``extra_papers`` and
-    ``author_ids`` then refused). Raises ``ValueError`` for a negative ``limit`` or
+    ``author_ids`` then refused). ``after``, a date, keeps only papers submitted strictly
+    after it, in every branch: each range scan stops at that date, so a window of recent
+    papers costs what the window holds. Raises ``ValueError`` for a negative ``limit`` or
     ``offset``, or ``before`` with ``extra_papers`` or ``author_ids``."""
     if limit < 0 or offset < 0:
         raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
@@ -132,6 +137,9 @@ def topic_newest_paper_ids(
         return []
     before_sql = "" if before is None else _BEFORE_SQL
     before_params = [] if before is None else [before[0], before[0], before[1]]
+    if after is not None:
+        before_sql += _AFTER_SQL
+        before_params.append(after)
     # Any of the first offset + limit distinct papers is among the first offset + limit rows
     # of each of its topics: the rows above it in a topic are distinct papers above it.
     wanted = offset + limit
@@ -165,21 +173,24 @@ def topic_newest_paper_ids(
         authors_sql, authors_params = author_ids.query.sql_with_params()
         authorship = connection.ops.quote_name(Authorship._meta.db_table)
         paper = connection.ops.quote_name(Paper._meta.db_table)
+        after_sql = "" if after is None else " AND a.submitted > %s"
         branches.append(
             f"SELECT authored.* FROM ({authors_sql}) followed (id), LATERAL"
             f" (SELECT a.submitted, a.paper_id FROM {authorship} a"
             f" JOIN {paper} p ON p.id = a.paper_id AND {_LIVE_PAPER_SQL}"
-            " WHERE a.author_id = followed.id"
+            f" WHERE a.author_id = followed.id{after_sql}"
             # An author credited twice on a paper (a merge keeps both authorships) counts
             # it once before the cut, or the page would come up short.
             " GROUP BY a.submitted, a.paper_id"
             " ORDER BY a.submitted DESC, a.paper_id DESC LIMIT %s) authored"
         )
-        params += [*authors_params, wanted]
+        params += [*authors_params, *([] if after is None else [after]), wanted]
     elif author_ids is not None:
         credited = Authorship.objects.filter(author_id__in=author_ids).values("paper_id")
         extra_papers.append(Paper.objects.filter(pk__in=credited))
     for n, papers in enumerate(extra_papers):
+        if after is not None:
+            papers = papers.filter(submitted__gt=after)
         extra_sql, extra_params = (
             papers.live()
             .order_by("-submitted", "-id")

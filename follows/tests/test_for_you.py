@@ -14,9 +14,11 @@ from django.test.utils import CaptureQueriesContext
 
 from follows import for_you_selectors
 from follows.for_you_selectors import for_you_picks, for_you_ranking
-from follows.models import Follow, ForYouFeedback, LibraryItem
-from papers.models import Paper, PaperDuplicate
-from papers.tests.factories import embedding_near
+from follows.models import Follow, ForYouFeedback, LibraryItem, SearchMatch
+from follows.selectors import user_papers
+from papers.models import Author, Paper, PaperDuplicate
+from papers.tests.factories import AuthorshipFactory, embedding_near
+from topics.selectors import topic_newest_paper_ids
 
 from .conftest import assign, make_paper
 
@@ -303,3 +305,47 @@ def test_a_damaged_stored_vector_is_left_out_not_a_failure(reader, world, client
     assert {p.pk for p in world["tools"][1:]} <= set(ids[:9])
     client.force_login(reader)
     assert client.get("/for-you/").status_code == 200
+
+
+def test_every_kind_of_follow_lifts_its_new_papers_as_user_papers_defines_them(
+    reader, world, taxonomy, monkeypatch
+):
+    """The bonus for a candidate one of the reader's follows matches comes from the follows'
+    newest papers in the window (one range scan per followed topic and author): it must lift
+    exactly the candidates ``user_papers`` holds, for a followed topic's subtree, a followed
+    author and a saved search, and no other."""
+    save(reader, world["saved"][:2])
+    assign(world["vision"][0], taxonomy["tool-use"])  # under the followed "agents"
+    Follow.objects.create(user=reader, topic=taxonomy["agents"])
+    author = AuthorshipFactory(paper=world["vision"][3], position=0).author
+    Follow.objects.create(user=reader, kind=Follow.Kind.AUTHOR, author=author)
+    search = Follow.objects.create(user=reader, kind=Follow.Kind.SEARCH, query="vision")
+    SearchMatch.objects.create(follow=search, paper=world["vision"][6])
+    SearchMatch.objects.create(follow=search, paper=world["old"])  # outside the window
+    monkeypatch.setattr(for_you_selectors, "FOLLOWED_BONUS", 100.0)
+
+    ids = ranked_ids(reader)
+    followed = set(user_papers(user=reader).filter(pk__in=ids).values_list("pk", flat=True))
+    assert followed == {world["vision"][n].pk for n in (0, 3, 6)}
+    assert set(ids[: len(followed)]) == followed
+
+
+def test_topic_newest_paper_ids_after_cuts_every_branch_at_the_date(world, taxonomy):
+    """``after`` keeps papers submitted strictly after the date in the topic, author and extra
+    branches alike, in the usual order."""
+    vision = world["vision"]  # submitted NEWEST - n days
+    author = AuthorshipFactory(paper=vision[1], position=0).author
+    AuthorshipFactory(paper=world["old"], author=author, position=0)
+    after = NEWEST - dt.timedelta(days=3)
+    ids = topic_newest_paper_ids(
+        topic_ids=[taxonomy["vision"].pk],
+        limit=100,
+        extra_papers=Paper.objects.filter(pk__in=[world["tools"][4].pk, world["tools"][0].pk]),
+        author_ids=Author.objects.filter(pk=author.pk).values("pk"),
+        after=after,
+    )
+    expected = [p.pk for p in [*vision[:3], world["tools"][0]]]
+    assert sorted(ids) == sorted(expected)
+    assert world["old"].pk not in ids and world["tools"][4].pk not in ids
+    submitted = dict(Paper.objects.filter(pk__in=ids).values_list("pk", "submitted"))
+    assert ids == sorted(ids, key=lambda pk: (submitted[pk], pk), reverse=True)
