@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from django.middleware.csrf import get_token
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.html import escape
 
-from topicsite.holes import hole_filler
+from topicsite.holes import csrf_token, hole_filler
 
 from .library_selectors import library_states
 from .selectors import topic_follow_states
@@ -50,7 +49,7 @@ def follow_topic_buttons(request, args: list[str]) -> dict[str, str]:
             continue
         action, label = ("unfollow", "Unfollow") if following else ("follow", "Follow")
         toggle = reverse("follows:toggle", kwargs={"slug": slug})
-        token = get_token(request)
+        token = csrf_token(request)
         buttons[str(pk)] = (
             f'<form method="post" action="{escape(toggle)}" class="follow-form">\n'
             f'  <input type="hidden" name="csrfmiddlewaretoken" value="{escape(token)}">\n'
@@ -82,8 +81,11 @@ def save_buttons(request, args: list[str]) -> dict[str, str]:
         )
         return {str(pk): link for pk in ids}
     states = library_states(user=user, paper_ids=ids)
-    head, tail = reverse("library:save", kwargs={"paper_id": int(_ID_MARK)}).split(_ID_MARK)
-    token = escape(get_token(request))
+    head, tail = (
+        escape(part)
+        for part in reverse("library:save", kwargs={"paper_id": int(_ID_MARK)}).split(_ID_MARK)
+    )
+    token = escape(csrf_token(request))
     next_value = escape(here)
     script = f'\n<script src="{escape(static("js/library.js"))}" defer></script>'
     buttons = {}
@@ -91,7 +93,7 @@ def save_buttons(request, args: list[str]) -> dict[str, str]:
         state = states.get(pk)  # None: not saved; False: saved, unread; True: read
         saved = state is not None
         buttons[str(pk)] = (
-            f'<form method="post" action="{escape(head)}{pk}{escape(tail)}" class="save-form">\n'
+            f'<form method="post" action="{head}{pk}{tail}" class="save-form">\n'
             f'  <input type="hidden" name="csrfmiddlewaretoken" value="{token}">\n'
             f'  <input type="hidden" name="next" value="{next_value}">\n'
             f'  <input type="hidden" name="action" value="{"remove" if saved else "save"}">\n'

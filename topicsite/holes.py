@@ -28,6 +28,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 __all__ = [
     "HOLE",
+    "csrf_token",
     "hole",
     "hole_filler",
     "hole_html",
@@ -51,6 +52,20 @@ def hole_filler(name: str) -> Callable[[Filler], Filler]:
         return filler
 
     return register
+
+
+def csrf_token(request) -> str:
+    """``django.middleware.csrf.get_token(request)``, masked once per request and CSRF
+    secret: every form a page's holes fill (the log-out form, a Follow button, thirty Save
+    buttons) carries the same token, where each ``get_token`` call would draw a new 32-character
+    mask. A secret rotated during the request (log-in) gets a new token."""
+    secret = request.META.get("CSRF_COOKIE")
+    kept = getattr(request, "_holes_csrf_token", None)
+    if kept is not None and secret is not None and kept[0] == secret:
+        return kept[1]
+    token = get_token(request)
+    request._holes_csrf_token = (request.META.get("CSRF_COOKIE"), token)
+    return token
 
 
 def hole(name: str, arg: object = "") -> SafeString:
@@ -119,7 +134,7 @@ def _user_menu(request, args: list[str]) -> dict[str, str]:
         "        </form>",
         user.email or user.get_username(),
         reverse("account_logout"),
-        get_token(request),
+        csrf_token(request),
         next_field,
     )
     return dict.fromkeys(args, html)

@@ -90,6 +90,34 @@ def test_two_readers_share_the_page_but_each_sees_only_their_own_parts():
     assert not HOLE.search(html_a) and not HOLE.search(html_b)  # every hole filled
 
 
+def test_a_filled_page_masks_its_csrf_token_once_and_a_rotated_secret_gets_a_new_one(rf):
+    """Every form a page's holes fill carries one token (masking it afresh per form drew 32
+    random characters each: thirty Save buttons, thirty draws); a secret rotated during the
+    request (a log-in) gets a token of the new secret, never the old one."""
+    from django.middleware.csrf import rotate_token
+
+    from topicsite.holes import csrf_token
+
+    topic = TopicFactory()
+    for n in range(5):
+        card_paper(topics=[topic], title=f"Token paper {n}")
+    erin = reader("erin@example.org")
+    page(reader("warm@example.org"), topic.get_absolute_url())
+    state, html = page(erin, topic.get_absolute_url())
+    tokens = TOKEN.findall(html)
+    assert state == "hit" and len(tokens) >= 7  # log-out, follow, five saves
+    assert len(set(tokens)) == 1
+    assert _unmask_cipher_token(tokens[0]) == erin.cookies["csrftoken"].value
+
+    request = rf.get("/")
+    first = csrf_token(request)
+    assert csrf_token(request) == first
+    rotate_token(request)
+    rotated = csrf_token(request)
+    assert _unmask_cipher_token(rotated) == request.META["CSRF_COOKIE"]
+    assert _unmask_cipher_token(rotated) != _unmask_cipher_token(first)
+
+
 def test_the_filled_shared_page_is_the_page_rendered_for_the_reader_alone(settings):
     topic = TopicFactory()
     for n in range(4):
