@@ -1,0 +1,88 @@
+"""The session engine (topicsite/sessions.py): Django's database sessions read with one
+written-out SELECT. A signed-in reader stays signed in, an expired or unknown session reads as
+empty (the reader signed out), a malformed key never reaches the database, and the read is
+one query on the database the routers give for session reads."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.contrib.sessions.models import Session
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from accounts.tests.factories import UserFactory
+from topicsite.sessions import SessionStore
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_site_uses_it_and_a_signed_in_reader_stays_signed_in(settings):
+    assert settings.SESSION_ENGINE == "topicsite.sessions"
+    client = Client()
+    user = UserFactory(email="reader@example.org")
+    client.force_login(user)
+    response = client.get("/library/")
+    assert response.status_code == 200
+    assert response.wsgi_request.user == user
+
+
+def test_a_stored_session_loads_its_data_in_one_query():
+    store = SessionStore()
+    store["answer"] = 42
+    store["nested"] = {"a": [1, 2]}
+    store.create()
+    again = SessionStore(store.session_key)
+    with CaptureQueriesContext(connection) as queries:
+        assert again["answer"] == 42 and again["nested"] == {"a": [1, 2]}
+    assert len(queries) == 1
+    assert again.session_key == store.session_key
+
+
+def test_an_expired_session_reads_as_empty_and_its_key_is_forgotten():
+    store = SessionStore()
+    store["answer"] = 42
+    store.create()
+    Session.objects.filter(session_key=store.session_key).update(
+        expire_date=timezone.now() - dt.timedelta(seconds=1)
+    )
+    again = SessionStore(store.session_key)
+    assert again.load() == {}
+    assert again.session_key is None
+
+
+@pytest.mark.parametrize("key", ["nosuchsessionkey0123456789abcdef", "short", "x" * 41])
+def test_an_unknown_or_malformed_key_reads_as_empty(key):
+    store = SessionStore(key)
+    assert store.load() == {}
+    assert store.session_key is None
+
+
+def test_a_malformed_key_never_reaches_the_database():
+    store = SessionStore("bad")
+    with CaptureQueriesContext(connection) as queries:
+        assert store.load() == {}
+    assert len(queries) == 0
+
+
+def test_a_session_loaded_then_saved_updates_its_row():
+    store = SessionStore()
+    store["count"] = 1
+    store.create()
+    again = SessionStore(store.session_key)
+    again["count"] = again["count"] + 1
+    again.save()
+    assert SessionStore(store.session_key)["count"] == 2
+    assert Session.objects.filter(session_key=store.session_key).count() == 1
+
+
+def test_a_cookie_with_a_hostile_key_is_a_signed_out_reader_not_an_error():
+    client = Client()
+    client.cookies["sessionid"] = "'; DROP TABLE django_session; --"
+    response = client.get("/topics/")
+    assert response.status_code == 200
+    assert not response.wsgi_request.user.is_authenticated
+    assert Session.objects.model._meta.db_table in connection.introspection.table_names()
