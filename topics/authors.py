@@ -21,10 +21,9 @@ from papers.author_selectors import (
     author_coauthors,
     author_paper_count,
     author_paper_ids,
-    author_papers,
     author_papers_per_day,
 )
-from papers.models import Author, Paper
+from papers.models import Author, Authorship, Paper
 
 from .cards import TopicCardPage, paper_cards, url_maker
 from .models import Assignment
@@ -130,8 +129,13 @@ def author_topics(*, author: Author, limit: int = AUTHOR_SHOWN) -> list[AuthorTo
     """The active topics with accepted assignments of ``author``'s papers (those that count),
     most of the author's papers first, then by name; at most ``limit``. One query."""
     rows = (
-        Assignment.objects.accepted()
-        .filter(topic__active=True, paper_id__in=author_papers(author=author).values("pk"))
+        # Assignments know whether their paper counts (paper_live): the author's paper ids
+        # come from their authorships alone, with no look-up in the papers table.
+        Assignment.objects.accepted_live()
+        .filter(
+            topic__active=True,
+            paper_id__in=Authorship.objects.filter(author=author).values("paper_id"),
+        )
         .values("topic_id", "topic__name", "topic__short_name", "topic__slug")
         .annotate(papers=Count("paper_id", distinct=True))
         .order_by("-papers", "topic__name", "topic_id")[:limit]

@@ -203,3 +203,37 @@ def test_no_affiliation_of_their_own_says_the_papers_affiliations_are_the_papers
     assert "No affiliation is recorded for this author by name" in html
     assert "recorded for the paper as a whole" in html
     assert "No affiliation given for this author on their papers" not in html
+
+
+def test_page_ids_and_days_read_from_authorships_match_the_papers_definition(topics):
+    """The page's ids and the momentum's days come from the author's authorships (their
+    index, newest first); they must be ``author_papers``' papers in its order at every
+    offset: withdrawn and deleted papers out, a paper credited twice once, a paper whose
+    submitted date moved in its new place."""
+    from django.utils import timezone
+
+    from papers.author_selectors import author_paper_ids, author_papers, author_papers_per_day
+
+    author = AuthorFactory(name="Prolific Author")
+    papers = [authored(author, submitted=NEWEST - dt.timedelta(days=n % 9)) for n in range(14)]
+    papers[2].withdrawn = True
+    papers[2].save()
+    papers[5].deleted_at = timezone.now()
+    papers[5].save()
+    AuthorshipFactory(paper=papers[7], author=author, position=5)  # credited twice
+    papers[9].submitted = NEWEST + dt.timedelta(days=1)  # moved to the top
+    papers[9].save()
+
+    expected = list(author_papers(author=author).values_list("pk", flat=True))
+    assert len(expected) == 12 and expected[0] == papers[9].pk
+    for offset in (0, 1, 5, 11, 12):
+        assert (
+            author_paper_ids(author=author, limit=4, offset=offset) == expected[offset : offset + 4]
+        )
+    days = dict(
+        author_papers_per_day(author=author, since=NEWEST - dt.timedelta(days=30), until=NEWEST)
+    )
+    by_day: dict[dt.date, int] = {}
+    for paper in author_papers(author=author).filter(submitted__lte=NEWEST):
+        by_day[paper.submitted] = by_day.get(paper.submitted, 0) + 1
+    assert days == by_day
