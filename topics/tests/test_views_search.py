@@ -6,6 +6,7 @@ not grow with the results."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
@@ -287,3 +288,26 @@ def test_hybrid_on_embedded_papers_is_the_api_ranking_page_for_page(
     # A paper found by meaning alone is listed, its card plain (nothing to highlight).
     assert papers["graphs"].pk in [pk for pk, _ in expected]
     assert "Matched by words only" not in response.content.decode()
+
+
+def test_the_filter_menus_list_every_topic_and_category_escaped_and_keep_the_choice(client, papers):
+    """The menus are built in Python (topics.views._options_html): every active topic and
+    stored category once, names escaped, the chosen ones selected, an unknown choice (a 400)
+    selecting nothing."""
+    TopicFactory(name='Risky <b>"quoted"</b> & topic', slug="risky")
+    html = client.get(URL, {"q": "agents", "topic": "agents", "category": "cs.LG"}).content
+    html = html.decode()
+    topic_menu = html.split('id="search-topic"')[1].split("</select>")[0]
+    category_menu = html.split('id="search-category"')[1].split("</select>")[0]
+    assert re.findall(r'<option value="([^"]*)"', topic_menu) == ["", "agents", "risky"]
+    assert re.findall(r'<option value="([^"]*)"', category_menu) == ["", "cs.CL", "cs.LG"]
+    assert '<option value="agents" selected>Agents</option>' in topic_menu
+    assert '<option value="cs.LG" selected>' in category_menu
+    assert "Risky &lt;b&gt;&quot;quoted&quot;&lt;/b&gt; &amp; topic" in topic_menu
+    assert "<b>" not in topic_menu
+    assert topic_menu.count(" selected") == 1 and category_menu.count(" selected") == 1
+
+    unknown = client.get(URL, {"q": "agents", "topic": "no-such-topic"})
+    assert unknown.status_code == 400
+    menu = unknown.content.decode().split('id="search-topic"')[1].split("</select>")[0]
+    assert " selected" not in menu
