@@ -12,16 +12,32 @@ database the routers give for ``Session`` reads (a replica for a reader's GET,
 
 from __future__ import annotations
 
+from django.contrib.sessions.backends.base import VALID_KEY_CHARS
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.db import connections, router
 from django.utils import timezone
 
 __all__ = ["SessionStore"]
 
+# What a key Django made can hold: VALID_KEY_CHARS, and at most the column's 40 characters.
+_KEY_CHARS = frozenset(VALID_KEY_CHARS)
+_KEY_MAX_LENGTH = 40
+
 
 class SessionStore(DatabaseSessionStore):
     """Django's database session store whose load reads the row with one written-out
     ``SELECT`` (session key, unexpired) instead of building the ORM query."""
+
+    def _validate_session_key(self, key):
+        """Django's check (at least 8 characters) and the shape of the keys Django makes
+        (``VALID_KEY_CHARS``, at most the column's 40): a cookie's key of anything else (a NUL
+        byte, which PostgreSQL refuses in a parameter: a 500 on every page) names no session
+        and never reaches the database."""
+        return bool(
+            super()._validate_session_key(key)
+            and len(key) <= _KEY_MAX_LENGTH
+            and _KEY_CHARS.issuperset(key)
+        )
 
     def _get_session_from_db(self):
         """The unexpired ``Session`` row of this store's key, or ``None`` (and the key

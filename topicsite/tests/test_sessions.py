@@ -86,3 +86,33 @@ def test_a_cookie_with_a_hostile_key_is_a_signed_out_reader_not_an_error():
     assert response.status_code == 200
     assert not response.wsgi_request.user.is_authenticated
     assert Session.objects.model._meta.db_table in connection.introspection.table_names()
+
+
+@pytest.mark.parametrize(
+    "cookie",
+    [
+        # A quoted cookie's octal escape gives a NUL byte (http.cookies' unquoting), which
+        # PostgreSQL refuses in any text parameter: the read raised DataError, a 500 on every
+        # page for a browser that carries it (a cookie another subdomain can set).
+        '"\\000abcdefghijklmnop"',
+        '"abcdefghij\\000"',
+    ],
+)
+def test_a_session_cookie_with_a_nul_byte_is_a_signed_out_reader_not_a_server_error(cookie):
+    client = Client(raise_request_exception=False)
+    for path in ("/topics/", "/library/"):
+        response = client.get(path, HTTP_COOKIE=f"sessionid={cookie}")
+        assert response.status_code in (200, 302), (path, response.status_code)
+        assert not response.wsgi_request.user.is_authenticated
+
+
+def test_a_key_no_session_can_have_never_reaches_the_database():
+    """Django's keys are 32 of ``VALID_KEY_CHARS`` and the column holds 40: anything else
+    names no session, and is not sent to the database (nor to ``delete`` on a flush)."""
+    for key in ("abc\x00defghijk", "ABCDEFGHIJKLMNOP", "x" * 41, "abcdefgh\u00e9ijk"):
+        store = SessionStore(key)
+        with CaptureQueriesContext(connection) as queries:
+            assert store.load() == {}
+            store.flush()
+        assert store.session_key is None
+        assert len(queries) == 0, key
