@@ -377,7 +377,9 @@ def build(options) -> None:
     flush()
     print()
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+        # VACUUM too, as autovacuum would after a bulk load (it may be off on the server):
+        # without the visibility map every index-only scan fetches each row from the table.
+        cursor.execute("VACUUM (ANALYZE)")
     if real_vectors:
         from papers.embeddings.index import index_writer
 

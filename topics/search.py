@@ -48,7 +48,7 @@ from django.db.models import DateField, F, Func, Q, QuerySet
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from papers.models import Paper, PaperEmbedding
-from topicsite.planner import planner_rows
+from topicsite.planner import planner_rows, planner_table_rows
 
 from .tagging.classifier import tokenize
 from .tagging.rules import And, Not, QueryNode, RuleSyntaxError, Term, fold, parse_query
@@ -407,12 +407,7 @@ def _keyword_plan(
             _planner_rows(Paper.objects.filter(search_vector=_tsquery(part))) for part in conjuncts
         )
         estimated *= max(1.0, rarest / max(together, 1.0))
-    with connections[matches.db].cursor() as cursor:
-        cursor.execute(
-            "SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = %s::regclass",
-            [Paper._meta.db_table],
-        )
-        papers = cursor.fetchone()[0]
+    papers = planner_table_rows(Paper, using=matches.db)
     if estimated <= 0 or papers <= 0:
         return False, None
     recent = math.ceil(RANGE_MARGIN * window * papers / estimated)

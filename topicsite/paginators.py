@@ -5,6 +5,8 @@ from django.db import connections
 from django.db.models import QuerySet
 from django.utils.functional import cached_property
 
+from .planner import planner_table_rows
+
 
 class EstimatedCountPaginator(Paginator):
     """A paginator that does not count every row of a big table.
@@ -21,14 +23,8 @@ class EstimatedCountPaginator(Paginator):
     def count(self) -> int:
         queryset = self.object_list
         if isinstance(queryset, QuerySet) and not queryset.query.where:
-            connection = connections[queryset.db]
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
-                        [connection.ops.quote_name(queryset.model._meta.db_table)],
-                    )
-                    row = cursor.fetchone()
-                if row is not None and row[0] >= self.estimate_from:
-                    return int(row[0])
+            if connections[queryset.db].vendor == "postgresql":
+                rows = planner_table_rows(queryset.model, using=queryset.db)
+                if rows >= self.estimate_from:
+                    return rows
         return super().count

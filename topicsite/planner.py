@@ -1,4 +1,5 @@
-"""PostgreSQL's row estimate for a queryset, read from its plan without running it."""
+"""PostgreSQL's row estimates: a queryset's, read from its plan without running it, and a
+table's, from the catalogue."""
 
 import json
 
@@ -6,7 +7,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import QuerySet
 
-__all__ = ["planner_rows"]
+__all__ = ["planner_rows", "planner_table_rows"]
 
 
 def planner_rows(queryset: QuerySet) -> int:
@@ -24,3 +25,17 @@ def planner_rows(queryset: QuerySet) -> int:
     if isinstance(plan, str):
         plan = json.loads(plan)
     return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def planner_table_rows(model, *, using: str = "default") -> int:
+    """The planner's estimate of ``model``'s table size in rows (``pg_class.reltuples``, kept
+    by autovacuum and ``ANALYZE``; 0 for a table never analysed), read on database
+    ``using``. One query. PostgreSQL only."""
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
+            [connection.ops.quote_name(model._meta.db_table)],
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
