@@ -464,8 +464,14 @@ def any_word_ranked(paper_ids: Sequence[int], q: str) -> list[tuple[int, float]]
             FROM unnest(tsvector_to_array(to_tsvector(%s::regconfig, %s))) AS word
         )
         SELECT p.id, ts_rank(p.search_vector, words.query) AS rank
-        FROM papers_paper p, words
-        WHERE p.id = ANY(%s) AND p.search_vector @@ words.query
+        FROM (
+            -- The candidates by primary key, fenced (OFFSET 0) so that the match below is
+            -- tested on them alone: the planner cannot estimate the words' query (it is
+            -- computed), and for a common word it read the word's 316,000 entries of the
+            -- full-text index to intersect them with 1,000 ids (23 of the search's 66 ms).
+            SELECT id, submitted, search_vector FROM papers_paper WHERE id = ANY(%s) OFFSET 0
+        ) p, words
+        WHERE p.search_vector @@ words.query
         ORDER BY rank DESC, p.submitted DESC, p.id DESC
     """
     with connection.cursor() as cursor:
