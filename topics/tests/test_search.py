@@ -369,7 +369,7 @@ def test_any_word_ranking_reads_its_candidates_alone(db):
     thousands of index entries with the candidates' ids."""
     on_word = PaperFactory(title="A model of models", abstract="We model the model.")
     other = PaperFactory(title="Graphs", abstract="Message passing on graphs.")
-    elsewhere = PaperFactory(title="Another model", abstract="A model.")
+    PaperFactory(title="Another model", abstract="A model.")  # holds the word, not a candidate
     with CaptureQueriesContext(connection) as queries:
         ranked = search.any_word_ranked([on_word.pk, other.pk], "modelling graphs")
     assert {pk for pk, _ in ranked} == {on_word.pk, other.pk}  # not ``elsewhere``
