@@ -38,6 +38,7 @@ from papers.duplicates import duplicates_collapse
 from papers.embeddings.vectors import load_vectors, sound_vectors, stack, vector_from_bytes
 from papers.models import Paper, PaperEmbedding
 from topics.cards import PaperCard, paper_cards
+from topicsite.blas import one_blas_thread
 
 from .models import Follow, ForYouFeedback, LibraryItem
 from .selectors import user_follow_matches, user_newest_paper_ids
@@ -176,7 +177,14 @@ def for_you_ranking(
     ``settings.FOR_YOU_DAYS``) up to the newest submitted paper, less ``exclude_ids``. Empty
     ``ranked`` when the reader saved and follows nothing or no candidate has a vector of the
     model of their papers' vectors. At most twelve queries, whatever the number of papers.
-    Raises ValueError when ``days`` < 1."""
+    The model and the products run on one BLAS thread (``topicsite.blas``): they are small,
+    and a second thread doubled the CPU a request took for no gain in time. Raises
+    ValueError when ``days`` < 1."""
+    with one_blas_thread():
+        return _for_you_ranking(user=user, days=days, exclude_ids=exclude_ids)
+
+
+def _for_you_ranking(*, user, days: int | None, exclude_ids: set[int] | frozenset) -> ForYouRanking:
     days = settings.FOR_YOU_DAYS if days is None else days
     if days < 1:
         raise ValueError(f"days must be at least 1, got {days}")

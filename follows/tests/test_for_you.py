@@ -349,3 +349,26 @@ def test_topic_newest_paper_ids_after_cuts_every_branch_at_the_date(world, taxon
     assert world["old"].pk not in ids and world["tools"][4].pk not in ids
     submitted = dict(Paper.objects.filter(pk__in=ids).values_list("pk", "submitted"))
     assert ids == sorted(ids, key=lambda pk: (submitted[pk], pk), reverse=True)
+
+
+def test_the_ranking_runs_on_one_blas_thread(reader, world, monkeypatch):
+    """The model and the products are small: a second BLAS thread only doubled the CPU of a
+    request (``topicsite.blas``); the limit is lifted after the ranking."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen = []
+    scores = for_you_selectors._scores
+
+    def spy(**kwargs):
+        seen.append(blas_threads())
+        return scores(**kwargs)
+
+    monkeypatch.setattr(for_you_selectors, "_scores", spy)
+    save(reader, world["saved"])
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert ranked_ids(reader)
+        assert blas_threads() == {2}
+    assert seen == [{1}]

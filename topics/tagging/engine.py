@@ -36,11 +36,11 @@ from django.db.models import (
     When,
 )
 from django.utils import timezone
-from threadpoolctl import ThreadpoolController
 
 from papers.embeddings.encoder import EncoderUnavailable
 from papers.embeddings.vectors import load_vectors, sound_vectors
 from papers.models import Paper
+from topicsite.blas import one_blas_thread
 from topicsite.interpreter import garbage_collection_paused, switch_interval
 
 from ..caches import topic_caches_invalidate_on_commit
@@ -240,12 +240,6 @@ def chunked(items: Iterable[int], size: int) -> Iterator[list[int]]:
         yield chunk
 
 
-@functools.cache
-def _blas() -> ThreadpoolController:
-    """The process's BLAS libraries (numpy's and SciPy's OpenBLAS), found once."""
-    return ThreadpoolController()
-
-
 def papers_tag(*, paper_ids: Sequence[int]) -> int:
     """Apply every active topic's rule, the active classifier and semantic similarity to the
     papers ``paper_ids`` (pks; unknown ones ignored), so that their machine-made assignments are
@@ -304,7 +298,7 @@ def papers_tag(*, paper_ids: Sequence[int]) -> int:
     Raises ``topics.tagging.classifier.ClassifierLoadError`` when the active classifier cannot be
     loaded (nothing is written then).
     """
-    with _blas().limit(limits=1, user_api="blas"), garbage_collection_paused():
+    with one_blas_thread(), garbage_collection_paused():
         return _papers_tag(paper_ids)
 
 
