@@ -265,3 +265,36 @@ def test_a_page_that_went_away_is_not_served_from_its_old_copy(
     assert cache.get(key) is None
     assert cache.add(f"{key}:lock", 1, timeout=30)
     assert client.get(url).status_code == 404
+
+
+def test_a_hit_carries_the_kept_etag_and_hashes_nothing(client, monkeypatch):
+    """The kept copy keeps its ETag (Django's, of the same body), so a hit is not hashed again
+    by the conditional-GET middleware; a copy kept before ETags were (three fields) is still
+    served, with an ETag the middleware computes."""
+    import hashlib
+
+    from django.utils.cache import quote_etag
+
+    topic = TopicFactory(name="Graph learning")
+    card_paper(topics=[topic], title="Message passing at scale")
+    url = topic.get_absolute_url()
+    first = get(client, url)
+    assert first["ETag"] == quote_etag(hashlib.md5(first.content).hexdigest())
+
+    hashed = []
+    real_md5 = hashlib.md5
+    monkeypatch.setattr(
+        "django.utils.cache.md5", lambda *a, **k: hashed.append(1) or real_md5(*a, **k)
+    )
+    second = get(client, url)
+    assert second[CACHE_HEADER] == "hit" and second["ETag"] == first["ETag"] and not hashed
+    assert client.get(url, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+
+    # An entry of the three fields kept before: served, its ETag computed by the middleware.
+    key = pagecache._cache_key(RequestFactory().get(url), ())
+    entry = cache.get(key)
+    assert len(entry) == 4
+    cache.set(key, entry[:3], timeout=60)
+    third = get(client, url)
+    assert third[CACHE_HEADER] == "hit" and third.content == first.content
+    assert third["ETag"] == first["ETag"] and hashed
