@@ -5,7 +5,11 @@ import datetime as dt
 
 import pytest
 
-from topics.tests.factories import TopicFactory
+from topics.assignments import assignment_decide
+from topics.models import Topic
+from topics.momentum import topic_momentum
+from topics.selectors import topic_papers
+from topics.tests.factories import AssignmentFactory, TopicFactory, UserFactory
 
 from .conftest import assert_error, ids, make_paper
 
@@ -127,3 +131,30 @@ def test_trend_defaults_to_12_weeks_up_to_the_newest_paper(api_client, world):
 )
 def test_trend_bad_parameters_are_400s(api_client, world, query, param):
     assert_error(api_client.get(f"/api/v1/topics/llm/trend/?{query}"), 400, param=param)
+
+
+def test_topic_detail_reads_the_stored_figures_and_they_follow_a_curator_decision(
+    api_client, world, django_capture_on_commit_callbacks
+):
+    """The detail reads the topic page's stored count and momentum (cheap at 1M papers);
+    they must be the live figures, before and after a curator accepts a new paper."""
+
+    def live(topic):
+        return topic_papers(topic=topic).count(), topic_momentum(topic=topic)
+
+    llm = Topic.objects.get(slug="llm")
+    before = api_client.get("/api/v1/topics/llm/").json()
+    count, momentum = live(llm)
+    assert before["paper_count"] == count == 3
+    assert before["momentum"]["recent"] == momentum.recent
+
+    child = Topic.objects.get(slug="llm-agent-training")
+    paper = make_paper(arxiv_id="2609.00009", submitted=dt.date(2026, 9, 28))
+    pending = AssignmentFactory(paper=paper, topic=child, state="pending")
+    with django_capture_on_commit_callbacks(execute=True):
+        assignment_decide(assignment=pending, state="accepted", user=UserFactory())
+    after = api_client.get("/api/v1/topics/llm/").json()
+    count, momentum = live(llm)
+    assert after["paper_count"] == count == 4
+    assert after["momentum"]["recent"] == momentum.recent == before["momentum"]["recent"] + 1
+    assert [w["count"] for w in after["momentum"]["weeks"]] == [w.count for w in momentum.weeks]

@@ -23,7 +23,7 @@ from topics import index as topics_index
 from topics import selectors as topic_selectors
 from topics.lookups import active_topic_or_redirect
 from topics.models import Assignment, Topic
-from topics.momentum import topic_momentum
+from topics.momentum import topic_momentum_stored
 
 from .. import exports
 from ..filters import PaperFilter, PaperOrderingFilter, TopicFilter
@@ -143,8 +143,10 @@ class TopicDetailView(TopicMixin, ReadView):
             **self.get_serializer_context(),
             "ancestors": topic_selectors.topic_ancestors(topic=topic),
             "children": list(topic.children.active().order_by("name", "id")),
-            "paper_count": topic_selectors.topic_papers(topic=topic).count(),
-            "momentum": topic_momentum(topic=topic),
+            # The topic page's stored figures (the same numbers, recounted when stale): the
+            # live count and momentum of a big subtree cost 60 ms at 1M papers.
+            "paper_count": topic_selectors.topic_paper_count(topic=topic),
+            "momentum": topic_momentum_stored(topic=topic),
         }
         return Response(TopicDetailSerializer(topic, context=context).data)
 
