@@ -14,6 +14,7 @@ from django.db import connection
 from django.db.models import Case, Count, IntegerField, QuerySet, Value, When
 
 from .models import Author, Authorship, Paper
+from .querysets import live_through
 
 __all__ = [
     "AuthorCount",
@@ -61,9 +62,7 @@ def author_live_authorships(*, author: Author) -> QuerySet[Authorship]:
     queryset to filter further: read through ``authorship_author_newest_idx`` (author,
     submitted, paper; authorships carry their paper's ``submitted``), so an author's range of
     rows, not the papers table newest first. No query until evaluated."""
-    return Authorship.objects.filter(
-        author=author, paper__deleted_at__isnull=True, paper__withdrawn=False
-    )
+    return Authorship.objects.filter(live_through("paper"), author=author)
 
 
 def author_paper_ids(*, author: Author, limit: int, offset: int = 0) -> list[int]:

@@ -17,6 +17,13 @@ from django.db import models
 LIVE = models.Q(withdrawn=False, deleted_at__isnull=True)
 
 
+def live_through(relation: str) -> models.Q:
+    """:data:`LIVE` for the paper that ``relation`` leads to from another model (``"paper"``
+    from an authorship): the same condition, each lookup prefixed, so that a filter joins the
+    paper instead of taking a subquery of live papers."""
+    return models.Q(*[(f"{relation}__{lookup}", value) for lookup, value in LIVE.children])
+
+
 class PaperQuerySet(models.QuerySet):
     def live(self):
         """Papers that count: neither withdrawn nor deleted (:data:`LIVE`)."""

@@ -86,7 +86,7 @@ def topic_subtree_ids(*, topic: Topic) -> list[int]:
 _NEWEST_ROWS_WHERE = "state = %s AND paper_live"
 _NEWEST_BRANCH_SQL = (
     "SELECT submitted, paper_id FROM (SELECT submitted, paper_id FROM {assignment}"
-    f" WHERE topic_id = %s AND {_NEWEST_ROWS_WHERE}{{before}}"
+    f" WHERE topic_id = %s AND {_NEWEST_ROWS_WHERE}{{bounds}}"
     " ORDER BY submitted DESC, paper_id DESC LIMIT %s) b{n}"
 )
 # papers.querysets.LIVE (neither withdrawn nor deleted) on the papers table aliased ``p``.
@@ -135,11 +135,10 @@ def topic_newest_paper_ids(
         raise ValueError("before is not supported with extra_papers or author_ids")
     if not limit:
         return []
-    before_sql = "" if before is None else _BEFORE_SQL
-    before_params = [] if before is None else [before[0], before[0], before[1]]
-    if after is not None:
-        before_sql += _AFTER_SQL
-        before_params.append(after)
+    # The range each topic's scan reads: after the cursor (``before``) and from ``after`` on.
+    bounds_sql = ("" if before is None else _BEFORE_SQL) + ("" if after is None else _AFTER_SQL)
+    bounds_params = [] if before is None else [before[0], before[0], before[1]]
+    bounds_params += [] if after is None else [after]
     # Any of the first offset + limit distinct papers is among the first offset + limit rows
     # of each of its topics: the rows above it in a topic are distinct papers above it.
     wanted = offset + limit
@@ -152,10 +151,10 @@ def topic_newest_paper_ids(
         branches.append(
             f"SELECT newest_rows.* FROM ({topics_sql}) subtree (id), LATERAL"
             f" (SELECT submitted, paper_id FROM {assignment} WHERE topic_id = subtree.id"
-            f" AND {_NEWEST_ROWS_WHERE}{before_sql}"
+            f" AND {_NEWEST_ROWS_WHERE}{bounds_sql}"
             " ORDER BY submitted DESC, paper_id DESC LIMIT %s) newest_rows"
         )
-        params += [*topics_params, Assignment.State.ACCEPTED, *before_params, wanted]
+        params += [*topics_params, Assignment.State.ACCEPTED, *bounds_params, wanted]
     else:
         for n, topic_id in enumerate(
             list(topic_ids.values_list("pk", flat=True))
@@ -163,9 +162,9 @@ def topic_newest_paper_ids(
             else topic_ids
         ):
             branches.append(
-                _NEWEST_BRANCH_SQL.format(assignment=assignment, n=n, before=before_sql)
+                _NEWEST_BRANCH_SQL.format(assignment=assignment, n=n, bounds=bounds_sql)
             )
-            params += [topic_id, Assignment.State.ACCEPTED, *before_params, wanted]
+            params += [topic_id, Assignment.State.ACCEPTED, *bounds_params, wanted]
     if isinstance(extra_papers, QuerySet):
         extra_papers = [extra_papers]
     extra_papers = list(extra_papers or ())
