@@ -102,21 +102,27 @@ MAX_ALTERNATIVES = 50
 
 
 # When a category filter reads its papers as a union (see ``PaperFilter.filter_category``),
-# from costs measured at 1M papers (vacuumed, as autovacuum keeps them): a matching paper
-# costs the union about 10 us (indexes, table, hash), a paper walked newest first about
-# 0.13 us (index only). For T matches among N papers a page of 25 walks about 25 N / T papers
-# and the capped count (10,001) about 10,001 N / T (all N below the cap), against T for the
-# union: the union is cheaper while T x T stays under FACTOR x N, that is below about 570
-# matches at 1M for a page and 11,400 for a count (cs.CL's 4,600: 46 ms as a union, 129
-# walked; math.AG's 23,400: 381 ms as a union, 67 walked).
-CATEGORY_UNION_FACTOR = {"page": 0.33, "count": 130.0}
+# from costs measured at 1M papers (vacuumed, as autovacuum keeps them; cross-lists indexed
+# by (category, paper), papers 0017). A page of 25 walks about 25 N / T papers newest first
+# for T matches among N, at about 0.13 us a paper (index only), against about 10 us a match
+# for the union (indexes, table, hash): the union is cheaper for a page while T x T stays
+# under 0.33 N, below about 570 matches at 1M. The capped count (``api.facets``, 1,001 rows)
+# walks ``paper_category_newest_idx`` in category order, so its cost is where the category
+# sits in that index rather than its size (math.AG, 23,400 papers: 79 ms walked, 9 ms as a
+# union); the union's is its size (0.3-0.5 us a match: cs.CE's 5,400 in 4.5 ms, gr-qc's
+# 54,000 in 17, astro-ph's 189,000 in 56 against 0.2 walked): the union below about 32,000
+# matches at 1M (T x T under 1,000 N). "estimate" always takes the union: the planner
+# estimates it from its per-category statistics (math.PR: 28,143 for 28,262 papers), while
+# it takes the ``OR`` of the walked form to match half of all papers (510,262).
+CATEGORY_UNION_FACTOR = {"page": 0.33, "count": 1000.0, "estimate": float("inf")}
 
 
 def category_union_wanted(
     primary: QuerySet, cross_listed: QuerySet, *, purpose: str, known: dict | None = None
 ) -> bool:
     """Whether a category filter should read its papers as a union for ``purpose``
-    (``"page"``: a page newest first; ``"count"``: the list's count): on PostgreSQL when the
+    (``"page"``: a page newest first; ``"count"``: the list's capped count; ``"estimate"``:
+    the planner's estimate of a count above the cap, always a union): on PostgreSQL when the
     planner's estimates of ``primary`` (papers of the categories) plus ``cross_listed``
     (their cross-list rows), squared, stay below :data:`CATEGORY_UNION_FACTOR` [purpose] x
     the papers table's estimated size; never elsewhere. Two ``EXPLAIN`` s and a catalogue
@@ -383,8 +389,8 @@ def _name_match(queryset, value: Alternatives, name: str):
 class PaperFilter(django_filters.FilterSet):
     """The paper-list filters (see the module docstring). Each filter narrows with a subquery,
     so no filter multiplies rows and no ``DISTINCT`` is needed. ``purpose`` (``"page"``, the
-    default, or ``"count"``) says what the filtered papers are read for, where a filter's
-    fastest form depends on it (``category``)."""
+    default, ``"count"`` or ``"estimate"``) says what the filtered papers are read for, where
+    a filter's fastest or best-estimated form depends on it (``category``)."""
 
     purpose = "page"
 

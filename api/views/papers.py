@@ -101,19 +101,23 @@ class PaperListBase(ReadView, generics.ListAPIView):
 
     def list_meta(self, filtered) -> dict:
         """``meta`` of the answer (``api.facets.list_count`` of the papers of ``filtered``,
-        filtered again for counting where a filter counts faster in another form:
+        filtered again where a filter counts faster, or is estimated better, in another form:
         ``category``, ``api.filters.PaperFilter.filter_category``)."""
-        return list_count(self.count_queryset(filtered))
+        return list_count(
+            self.count_queryset(filtered, "count"),
+            estimate=lambda: self.count_queryset(filtered, "estimate"),
+        )
 
-    def count_queryset(self, filtered):
-        """``filtered`` (the list's papers), or the same papers filtered for counting
-        (``PaperFilter.purpose = "count"``) when the request filters by ``category``."""
+    def count_queryset(self, filtered, purpose: str = "count"):
+        """``filtered`` (the list's papers), or the same papers filtered for ``purpose``
+        (``PaperFilter.purpose``: ``"count"`` or ``"estimate"``) when the request filters by
+        ``category``."""
         if not self.request.query_params.get("category"):
             return filtered
         filterset = self.filterset_class(
             self.request.query_params, queryset=self.get_queryset(), request=self.request
         )
-        filterset.purpose = "count"
+        filterset.purpose = purpose
         if not filterset.is_valid():  # the page's filtering already answered a 400
             return filtered
         return filterset.qs
