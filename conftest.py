@@ -46,17 +46,19 @@ def _clear_cache(request):
     if not request.config.pluginmanager.hasplugin("django"):
         yield
         return
-    from django.core.cache import cache
+    from django.core.cache import caches
 
     from topics.tagging import semantic
     from topicsite import cache as topicsite_cache
 
     # No breaker state from an earlier test (topicsite/cache.py): Redis is up for this one.
     topicsite_cache.reset()
-    cache.clear()
+    for alias in caches.settings:  # Redis, and the web process's own copies of pages
+        caches[alias].clear()
     semantic._corpus = None
     yield
-    cache.clear()
+    for alias in caches.settings:
+        caches[alias].clear()
 
 
 # The reference topic page, as ``manage.py import_reference_page`` imports it.

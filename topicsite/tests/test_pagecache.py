@@ -298,3 +298,64 @@ def test_a_hit_carries_the_kept_etag_and_hashes_nothing(client, monkeypatch):
     third = get(client, url)
     assert third[CACHE_HEADER] == "hit" and third.content == first.content
     assert third["ETag"] == first["ETag"] and hashed
+
+
+def test_a_process_serves_its_own_copy_while_the_version_holds(
+    client, django_capture_on_commit_callbacks, monkeypatch
+):
+    """The web process keeps the copies it served (the ``pages`` cache): a hit reads the
+    version from Redis and nothing else, and a change still shows at once."""
+    from django.core.cache import caches
+
+    assert "pages" in caches.settings  # Redis configured: the process keeps copies too
+    topic = TopicFactory()
+    paper = card_paper(topics=[topic], title="Kept in the process")
+    url = topic.get_absolute_url()
+    pagecache.page_cache_invalidate()  # a site-wide version, as any write leaves
+    first = get(client, url)
+    assert first[CACHE_HEADER] == "miss"
+    read = []
+    redis = caches["default"]
+    real_get, real_get_many = redis.get, redis.get_many
+    monkeypatch.setattr(redis, "get", lambda key, *a, **k: read.append(key) or real_get(key))
+    monkeypatch.setattr(redis, "get_many", lambda keys: read.extend(keys) or real_get_many(keys))
+    second = get(client, url)
+    assert second[CACHE_HEADER] == "hit" and second.content == first.content
+    assert second["ETag"] == first["ETag"]
+    assert read == [pagecache.VERSION_KEY]  # the page itself did not come from Redis
+
+    # Gone from Redis (evicted): the version still holds, so the process's copy is good.
+    cache.delete(pagecache._cache_key(RequestFactory().get(url), ("page",)))
+    assert get(client, url).content == first.content
+
+    assignment = Assignment.objects.get(paper=paper, topic=topic)
+    with django_capture_on_commit_callbacks(execute=True):
+        assignment_decide(assignment=assignment, state="rejected", user=UserFactory())
+    after = get(client, url)
+    assert after[CACHE_HEADER] == "miss"
+    assert "Kept in the process" not in after.content.decode()
+
+
+def test_without_a_version_the_process_copy_is_not_served(client):
+    """Redis down (or flushed) says nothing about the process's copy being current: the page
+    is rendered."""
+    from django.core.cache import caches
+
+    topic = TopicFactory()
+    card_paper(topics=[topic], title="Rendered again")
+    url = topic.get_absolute_url()
+    pagecache.page_cache_invalidate()
+    get(client, url)
+    assert get(client, url)[CACHE_HEADER] == "hit"
+    assert len(caches["pages"]._cache) == 1  # the process keeps its copy
+    dead = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens on port 1
+            "OPTIONS": {"IGNORE_EXCEPTIONS": True, "SOCKET_CONNECT_TIMEOUT": 1},
+        },
+        "pages": caches.settings["pages"],
+    }
+    with override_settings(CACHES=dead):
+        caches["default"].close()
+        assert get(client, url)[CACHE_HEADER] == "miss"
