@@ -60,9 +60,10 @@ def list_count(queryset: QuerySet, estimate=None) -> dict:
     """``{"count": int, "count_exact": bool}`` for ``queryset`` (papers or paper rows, filtered):
     exact when at most :data:`EXACT_COUNT_LIMIT`, else the PostgreSQL planner's estimate (at
     least the limit + 1, so an estimate never reads below what was counted). Two queries at
-    most (the capped count, then ``EXPLAIN``). ``estimate``: a callable giving the same
-    papers in the form the planner estimates best (``api.filters.PaperFilter.purpose``
-    ``"estimate"``), called only above the limit; ``queryset`` itself without one.
+    most (the capped count, then ``EXPLAIN``). ``estimate``: a callable giving the estimate
+    (a number of papers; ``api.views.papers.PaperListBase.list_meta`` asks the planner about
+    the same papers in the form it estimates best), called only above the limit; the
+    planner's estimate of ``queryset`` itself without one.
 
     The rows are counted before the planner is asked: its estimate takes conditions as
     independent, so a word and its negation, or a word and a category that never meet, can
@@ -75,8 +76,8 @@ def list_count(queryset: QuerySet, estimate=None) -> dict:
     capped = ids[: EXACT_COUNT_LIMIT + 1].count()
     if capped <= EXACT_COUNT_LIMIT:
         return {"count": capped, "count_exact": True}
-    estimated = ids if estimate is None else estimate().order_by().values("id")
-    return {"count": max(planner_rows(estimated), EXACT_COUNT_LIMIT + 1), "count_exact": False}
+    estimated = planner_rows(ids) if estimate is None else estimate()
+    return {"count": max(round(estimated), EXACT_COUNT_LIMIT + 1), "count_exact": False}
 
 
 def linked_count(papers: QuerySet, links: QuerySet) -> dict:
@@ -224,7 +225,8 @@ META_SCHEMA = {
         "count": {
             "type": "integer",
             "description": f"Papers matching the filters: exact up to {EXACT_COUNT_LIMIT:,}, "
-            "above that the database planner's estimate.",
+            "above that the database planner's estimate (never below "
+            f"{EXACT_COUNT_LIMIT + 1:,}, since that many were counted).",
         },
         "count_exact": {
             "type": "boolean",

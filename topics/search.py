@@ -399,14 +399,7 @@ def _keyword_plan(
     together, over all papers: one query more than the words (at most
     :data:`ESTIMATED_PARTS_MAX` of them). An estimate above the matches
     only narrows the range, and a range short of a window falls back to all matches."""
-    estimated = _planner_rows(matches)
-    conjuncts = _required_parts(tree)[:ESTIMATED_PARTS_MAX] if tree is not None else ()
-    if len(conjuncts) > 1:
-        together = _planner_rows(Paper.objects.filter(search_vector=_tsquery(And(conjuncts))))
-        rarest = min(
-            _planner_rows(Paper.objects.filter(search_vector=_tsquery(part))) for part in conjuncts
-        )
-        estimated *= max(1.0, rarest / max(together, 1.0))
+    estimated = _planner_rows(matches) * words_together_factor(tree)
     papers = planner_table_rows(Paper, using=matches.db)
     if estimated <= 0 or papers <= 0:
         return False, None
@@ -419,6 +412,25 @@ def _keyword_plan(
         + recent / DATE_ENTRIES_A_PAPER,
     }
     return min(costs, key=costs.get)
+
+
+def words_together_factor(tree: QueryNode | None) -> float:
+    """How far to raise PostgreSQL's estimate of the papers matching ``tree`` (a float, at
+    least 1.0): for words that must all be present (``tree``'s top-level AND and its phrases'
+    words, at most :data:`ESTIMATED_PARTS_MAX`), the ratio of the rarest word's estimate (an
+    upper bound of their matches) to the planner's estimate of them together, which takes
+    them as independent (``black hole``: 1,371 for 30,558 at 1M papers). 1.0 for one word or
+    none, and off PostgreSQL. One ``EXPLAIN`` a word and one for them together."""
+    if tree is None or connection.vendor != "postgresql":
+        return 1.0
+    conjuncts = _required_parts(tree)[:ESTIMATED_PARTS_MAX]
+    if len(conjuncts) < 2:
+        return 1.0
+    together = _planner_rows(Paper.objects.filter(search_vector=_tsquery(And(conjuncts))))
+    rarest = min(
+        _planner_rows(Paper.objects.filter(search_vector=_tsquery(part))) for part in conjuncts
+    )
+    return max(1.0, rarest / max(together, 1.0))
 
 
 def has_searchable_words(q: str) -> bool:
