@@ -399,10 +399,17 @@ def _keyword_plan(
     together, over all papers: one query more than the words (at most
     :data:`ESTIMATED_PARTS_MAX` of them). An estimate above the matches
     only narrows the range, and a range short of a window falls back to all matches."""
+    return _keyword_choice(matches, window, tree)[0]
+
+
+def _keyword_choice(
+    matches: QuerySet[Paper], window: int, tree: QueryNode | None
+) -> tuple[tuple[bool, int | None], int | None]:
+    """:func:`_keyword_plan`'s choice, and the range it costed (None with no estimate)."""
     estimated = _planner_rows(matches) * words_together_factor(tree)
     papers = planner_table_rows(Paper, using=matches.db)
     if estimated <= 0 or papers <= 0:
-        return False, None
+        return (False, None), None
     recent = math.ceil(RANGE_MARGIN * window * papers / estimated)
     costs = {  # in papers read
         (True, None): WALK_PENALTY * window * papers / estimated,
@@ -411,7 +418,7 @@ def _keyword_plan(
         + estimated / BITMAP_ENTRIES_A_PAPER
         + recent / DATE_ENTRIES_A_PAPER,
     }
-    return min(costs, key=costs.get)
+    return min(costs, key=costs.get), recent
 
 
 def words_together_factor(tree: QueryNode | None) -> float:
@@ -431,6 +438,23 @@ def words_together_factor(tree: QueryNode | None) -> float:
         _planner_rows(Paper.objects.filter(search_vector=_tsquery(part))) for part in conjuncts
     )
     return max(1.0, rarest / max(together, 1.0))
+
+
+def newest_matches_range(matches: QuerySet[Paper], window: int, tree: QueryNode) -> int | None:
+    """Among how many of the newest papers to look for the newest ``window`` papers of
+    ``matches`` (papers matched to ``tree``, and filtered): a number when a date floor there
+    (the GIN index ANDed with a date range) is cheaper than reading every match from the GIN
+    index, by :func:`_keyword_plan`'s costs with the estimate :func:`words_together_factor`
+    raises; None when every match should be read (few of them), and off PostgreSQL. The
+    caller falls back to every match when the range holds fewer than ``window``. Three to
+    ``words + 3`` queries of statistics, none reading the table.
+
+    PostgreSQL itself, estimating words that go together as independent, reads every match:
+    a page of ``papers/?q=black hole`` took all 30,000 of them to keep 26 (138 ms at 1M)."""
+    if connection.vendor != "postgresql":
+        return None
+    choice, recent = _keyword_choice(matches, window, tree)
+    return None if choice == (False, None) else recent
 
 
 def has_searchable_words(q: str) -> bool:

@@ -4,6 +4,7 @@ page, its similar papers, and one paper as BibTeX. Thin views over ``api.selecto
 from __future__ import annotations
 
 from django.db import connection
+from django.db.models import Q
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -19,7 +20,7 @@ from rest_framework.response import Response
 from papers.author_selectors import authors_newest_paper_ids
 from papers.embeddings.similar import SIMILAR_COUNT, similar_ranked
 from papers.models import Authorship, Paper
-from topics.search import words_together_factor
+from topics.search import newest_matches_range, words_together_factor
 from topics.tagging.rules import parse_query
 from topicsite.planner import planner_rows, planner_table_rows
 
@@ -189,16 +190,59 @@ class PaperListView(PaperListBase):
         paper after it from ``papers.author_selectors.authors_newest_paper_ids`` after the
         cursor's position (one index range scan per author, ``page_size + 1`` rows each at
         most, instead of fetching every paper of the authors to sort them), then read by id.
-        Otherwise ``filtered``."""
+        ``q=`` newest first, forwards: see :meth:`_newest_matches`. Otherwise ``filtered``."""
         author_ids = self._walked_authors()
         if author_ids is None:
-            return filtered
+            return self._newest_matches(filtered)
         before = self.paginator.newest_before(self.request)
         ids = authors_newest_paper_ids(
             author_ids=author_ids,
             limit=self.paginator.get_page_size(self.request) + 1,
             before=before,
         )
+        return paper_rows().filter(id__in=ids)
+
+    def _newest_matches(self, filtered):
+        """``q=`` newest first, forwards, on PostgreSQL: the page and the paper after it looked
+        for among the newest papers after the cursor's position first, when
+        ``topics.search.newest_matches_range`` says a date floor there is cheaper than every
+        match (two queries: the floor's date, the ids), then read by id; ``filtered`` when
+        that range holds fewer, or otherwise. PostgreSQL's own plan read every match of words
+        that go together (``black hole``: 30,000 at 1M papers, 138 ms) to keep a page."""
+        params = self.request.query_params
+        q = (params.get("q") or "").strip()
+        if (
+            not q
+            or connection.vendor != "postgresql"
+            or params.get("ordering", "-submitted") != "-submitted"
+            or getattr(self.paginator.decode_cursor(self.request), "reverse", False)
+        ):
+            return filtered
+        tree = parse_query(q)  # the filter has parsed it already: no error left
+        limit = self.paginator.get_page_size(self.request) + 1
+        recent = None if tree is None else newest_matches_range(filtered, limit, tree)
+        if recent is None:
+            return filtered
+        before = self.paginator.newest_before(self.request)
+        after = Q()
+        if before is not None:
+            submitted, paper_id = before
+            after = Q(submitted__lte=submitted) & (Q(submitted__lt=submitted) | Q(id__lt=paper_id))
+        since = (
+            Paper.objects.filter(after)
+            .order_by("-submitted", "-id")
+            .values_list("submitted", flat=True)[recent : recent + 1]
+            .first()
+        )
+        if since is None:  # fewer papers than the range: read them all
+            return filtered
+        ids = list(
+            filtered.filter(after, submitted__gte=since)
+            .order_by("-submitted", "-id")
+            .values_list("id", flat=True)[:limit]
+        )
+        if len(ids) < limit:
+            return filtered
         return paper_rows().filter(id__in=ids)
 
     def list_meta(self, filtered) -> dict:
