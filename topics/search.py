@@ -351,18 +351,35 @@ def _planner_rows(queryset: QuerySet[Paper]) -> float:
 
 
 def _required_parts(tree: QueryNode) -> tuple[QueryNode, ...]:
-    """What every match of ``tree`` must hold, apart: the operands of a top-level AND that are
-    not negations, a phrase split into its words."""
+    """What every match of ``tree`` must hold, apart: the operands of a top-level AND (and of
+    the ANDs in it: ``(black hole) evaporation``) that are not negations, a phrase split into
+    its words."""
     operands = tree.operands if isinstance(tree, And) else (tree,)
     parts: list[QueryNode] = []
     for operand in operands:
         if isinstance(operand, Not):
             continue
-        if isinstance(operand, Term) and operand.kind != "prefix" and " " in operand.text.strip():
+        if isinstance(operand, And):
+            parts += _required_parts(operand)
+        elif isinstance(operand, Term) and operand.kind != "prefix" and " " in operand.text.strip():
             parts += [Term(kind="word", text=word) for word in operand.text.split()]
         else:
             parts.append(operand)
     return tuple(parts)
+
+
+def _estimable_parts(parts: tuple[QueryNode, ...]) -> tuple[QueryNode, ...]:
+    """``parts`` without those the planner cannot bound: stop words (``the``, the ``a`` of
+    ``"a black hole"``: no lexeme, estimated at one paper) and prefixes (``black*``, also
+    estimated at one), which would make a word that goes with the others look rare. One
+    query for the words' stop-word test."""
+    words = [part for part in parts if isinstance(part, Term) and part.kind != "prefix"]
+    searchable = dict(zip(map(id, words), searchable_words(*(w.text for w in words)), strict=True))
+    return tuple(
+        part
+        for part in parts
+        if not (isinstance(part, Term) and (part.kind == "prefix" or not searchable[id(part)]))
+    )
 
 
 def _keyword_plan(
@@ -425,17 +442,21 @@ def words_together_factor(tree: QueryNode | None) -> float:
     """How far to raise PostgreSQL's estimate of the papers matching ``tree`` (a float, at
     least 1.0): for words that must all be present (``tree``'s top-level AND and its phrases'
     words, at most :data:`ESTIMATED_PARTS_MAX`), the ratio of the rarest word's estimate (an
-    upper bound of their matches) to the planner's estimate of them together, which takes
-    them as independent (``black hole``: 1,371 for 30,558 at 1M papers). 1.0 for one word or
+    upper bound of their matches; stop words and prefixes, which it estimates at one paper,
+    left out of the bound) to the planner's estimate of them together, which takes them as
+    independent (``black hole``: 1,371 for 30,558 at 1M papers). 1.0 for one word or
     none, and off PostgreSQL. One ``EXPLAIN`` a word and one for them together."""
     if tree is None or connection.vendor != "postgresql":
         return 1.0
     conjuncts = _required_parts(tree)[:ESTIMATED_PARTS_MAX]
-    if len(conjuncts) < 2:
+    bounds = _estimable_parts(conjuncts)
+    if len(conjuncts) < 2 or not bounds:
         return 1.0
+    # Together: all of them, as the planner estimates the whole query; the bound: the
+    # rarest of those it can estimate.
     together = _planner_rows(Paper.objects.filter(search_vector=_tsquery(And(conjuncts))))
     rarest = min(
-        _planner_rows(Paper.objects.filter(search_vector=_tsquery(part))) for part in conjuncts
+        _planner_rows(Paper.objects.filter(search_vector=_tsquery(part))) for part in bounds
     )
     return max(1.0, rarest / max(together, 1.0))
 

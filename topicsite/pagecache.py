@@ -39,17 +39,19 @@ responses say ``Vary: Cookie`` and ``Cache-Control: private``.
 With the cache down (django-redis skips a dead Redis) every request renders the page.
 
 Each web process also keeps the copies it served last in its own memory (the ``pages``
-cache, Django's local-memory backend, ``PAGE_CACHE_LOCAL_ENTRIES`` copies, the same lifetimes),
-with the version they carry: a hit asks Redis for the site-wide version alone and, while that
-is the copy's, serves the copy from memory. An 80 KB page then crosses no socket and Redis
-does not send it (a fifth of a hit's CPU on the 2-core machine, ``bench/README.md``). A change
-still shows at once in every process (the version is read on every request); without a
-version (Redis down or flushed) the memory is not used.
+cache, Django's local-memory backend, ``PAGE_CACHE_LOCAL_ENTRIES`` copies) with the version
+they carry, for what is left of their lifetime in Redis: a hit asks Redis for the site-wide
+version alone and, while that is the copy's, serves the copy from memory. An 80 KB page then
+crosses no socket, and Redis spends a third of the CPU on the hit (``bench/README.md``), which
+matters where one Redis serves many web hosts. A change still shows at once in every process
+(the version is read on every request); without a version (Redis down or flushed) the memory
+is not used.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
 from functools import wraps
 
@@ -255,7 +257,7 @@ def _through_cache(key: str, timeout: int, render, shown, *, etag: bool = False)
             locked := cache.add(f"{key}:lock", 1, timeout=_LOCK_SECONDS)
         ):
             if local is not None and version is not None and entry[0] == version:
-                local.set(key, entry, timeout=timeout)
+                _keep_locally(local, key, entry)
             return _kept_response(entry, shown, etag), "hit"
     try:
         try:
@@ -267,12 +269,16 @@ def _through_cache(key: str, timeout: int, render, shown, *, etag: bool = False)
                 local.delete(key)
             raise
         if content is not None:
-            kept = (version, response["Content-Type"], content)
-            if etag:
-                kept += (_body_etag(content),)
+            kept = (
+                version,
+                response["Content-Type"],
+                content,
+                _body_etag(content) if etag else None,
+                time.time() + timeout,
+            )
             cache.set(key, kept, timeout=timeout)
             if local is not None and version is not None:
-                local.set(key, kept, timeout=timeout)
+                _keep_locally(local, key, kept)
         elif entry is not None:
             # The page is gone or no longer shareable (a topic deactivated, a redirect):
             # others must stop getting the previous copy meanwhile.
@@ -286,12 +292,22 @@ def _through_cache(key: str, timeout: int, render, shown, *, etag: bool = False)
 
 
 def _kept_response(entry: tuple, shown, etag: bool) -> HttpResponse:
-    """The response of a kept copy ``(version, content type, content[, ETag])``."""
-    _version, content_type, content, *kept_etag = entry
+    """The response of a kept copy ``(version, content type, content[, ETag or None[, expiry
+    (Unix time, seconds)]])`` (copies kept before held the first three or four)."""
+    _version, content_type, content, *rest = entry
     response = HttpResponse(shown(content), content_type=content_type)
-    if etag and kept_etag and kept_etag[0]:
-        response["ETag"] = kept_etag[0]
+    if etag and rest and rest[0]:
+        response["ETag"] = rest[0]
     return response
+
+
+def _keep_locally(local, key: str, entry: tuple) -> None:
+    """Keep ``entry`` in this process (``local``) for what is left of its lifetime in the
+    shared cache, so that no process serves a copy longer than the page's lifetime (the only
+    bound on what nothing reports). A copy without its expiry is not kept."""
+    left = entry[4] - time.time() if len(entry) > 4 else 0
+    if left > 0:
+        local.set(key, entry, timeout=left)
 
 
 def _body_etag(content: bytes) -> str | None:

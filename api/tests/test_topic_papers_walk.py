@@ -118,3 +118,23 @@ def test_the_count_follows_curation(
     body = api_client.get(url).json()
     assert body["meta"]["count"] == count
     assert body["results"][0]["id"] == "2612.09999"
+
+
+@pytest.mark.parametrize("query", ["", "ordering=submitted", "ordering=-id", "previous"])
+def test_the_unfiltered_count_is_the_stored_one_in_any_order_or_direction(
+    api_client, crowded_subtree, monkeypatch, query
+):
+    """Above the exact count, a topic's list in another order (or a ``previous`` page) got
+    the planner's estimate, which takes every topic near the average size: found by a breaker,
+    a 10-paper topic's list ordered by date said 15."""
+    from api import facets
+
+    monkeypatch.setattr(facets, "EXACT_COUNT_LIMIT", 3)
+    base = "/api/v1/topics/llm/papers/?page_size=4"
+    if query == "previous":
+        first = api_client.get(base).json()
+        url = api_client.get(first["next"]).json()["previous"]
+    else:
+        url = f"{base}&{query}" if query else base
+    meta = api_client.get(url).json()["meta"]
+    assert meta == {"count": 3 + 17 - 2 - 1, "count_exact": True}

@@ -184,13 +184,18 @@ class TopicPapersView(TopicMixin, PaperListBase):
         """Whether this request pages the topic's papers newest first, unfiltered, forwards:
         then the page comes from the topics' newest-first index walks and the count from the
         stored topic count, neither reading every paper of the topic."""
-        params = self.request.query_params
-        if any(params.get(name) for name in PaperFilter.base_filters):
+        if not self._unfiltered():
             return False
+        params = self.request.query_params
         if params.get("ordering", "-submitted") != "-submitted":
             return False
         cursor = self.paginator.decode_cursor(self.request)
         return cursor is None or not cursor.reverse
+
+    def _unfiltered(self) -> bool:
+        """Whether the request lists every paper of the topic (no filter; any order)."""
+        params = self.request.query_params
+        return not any(params.get(name) for name in PaperFilter.base_filters)
 
     def page_queryset(self, filtered):
         """Newest first, unfiltered, forwards: the page and the paper after it, found by
@@ -208,9 +213,11 @@ class TopicPapersView(TopicMixin, PaperListBase):
         return paper_rows().filter(id__in=ids)
 
     def list_meta(self, filtered) -> dict:
-        """Unfiltered: the topic's stored paper count (``topics.selectors.topic_stats``,
-        exact, no query while current); else the count of ``filtered``."""
-        if not self._newest_walk():
+        """Unfiltered, in any order or direction: the topic's stored paper count
+        (``topics.selectors.topic_stats``, exact, no query while current); else the count of
+        ``filtered``. (Counted otherwise, a topic above the exact count got the planner's
+        estimate, which takes every topic near the average size.)"""
+        if not self._unfiltered():
             return super().list_meta(filtered)
         count = topic_selectors.topic_paper_count(topic=self.topic)
         return {"count": count, "count_exact": True}

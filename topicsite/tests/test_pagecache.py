@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import time
 
 import pytest
 from django.core.cache import cache
@@ -293,7 +294,7 @@ def test_a_hit_carries_the_kept_etag_and_hashes_nothing(client, monkeypatch):
     # An entry of the three fields kept before: served, its ETag computed by the middleware.
     key = pagecache._cache_key(RequestFactory().get(url), ())
     entry = cache.get(key)
-    assert len(entry) == 4
+    assert len(entry) == 5
     cache.set(key, entry[:3], timeout=60)
     third = get(client, url)
     assert third[CACHE_HEADER] == "hit" and third.content == first.content
@@ -334,6 +335,27 @@ def test_a_process_serves_its_own_copy_while_the_version_holds(
     after = get(client, url)
     assert after[CACHE_HEADER] == "miss"
     assert "Kept in the process" not in after.content.decode()
+
+
+def test_a_process_copy_lives_no_longer_than_the_shared_one(client, settings, monkeypatch):
+    """Found by a breaker: a copy a process took late in the shared copy's life was kept a
+    whole lifetime more, serving what nothing reports (a follower count) past the bound."""
+    from django.core.cache import caches
+
+    settings.PAGE_CACHE_SECONDS = 60
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    pagecache.page_cache_invalidate()
+    assert get(client, url)[CACHE_HEADER] == "miss"  # another process rendered it at t0
+    caches["pages"].clear()  # this process has no copy yet
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now + 55)  # it takes the copy at t0 + 55
+    assert get(client, url)[CACHE_HEADER] == "hit"
+    key = pagecache._cache_key(RequestFactory().get(url), ("page",))
+    assert caches["pages"].get(key) is not None
+    monkeypatch.setattr(time, "time", lambda: now + 61)  # past the shared copy's lifetime
+    assert caches["pages"].get(key) is None
 
 
 def test_without_a_version_the_process_copy_is_not_served(client):
