@@ -78,3 +78,18 @@ def test_words_that_go_together_are_read_from_a_date_range_at_scale(api_client, 
         reverse=True,
     )
     assert [paper["id"] for paper in body["results"]] == [p.arxiv_id for p in newest[:3]]
+
+
+def test_a_range_short_of_a_page_is_widened_before_every_match_is_read(
+    api_client, corpus, monkeypatch
+):
+    """The newest 2 papers hold no page of 3 ``black hole`` matches; 16 do (one in four)."""
+    url = "/api/v1/papers/?q=black hole&page_size=3"
+    monkeypatch.setattr(papers_view, "newest_matches_range", lambda *args: None)
+    expected = api_client.get(url).json()["results"]
+    monkeypatch.setattr(papers_view, "newest_matches_range", lambda *args: 2)
+    with CaptureQueriesContext(connection) as queries:
+        body = api_client.get(url).json()
+    assert body["results"] == expected
+    ranged = [q for q in queries if '"papers_paper"."submitted" >=' in q["sql"]]
+    assert len(ranged) == 2
