@@ -51,3 +51,19 @@ def indexes_run(indexes, *, drop: bool):
                 index_create(schema_editor, name, table, f'"{column}"')
 
     return run
+
+
+def index_replace(table: str, new: tuple[str, str], old: tuple[str, str]):
+    """``(forwards, backwards)`` ``RunPython`` functions replacing index ``old`` of ``table``
+    by ``new`` (each ``(name, columns)``, columns as :func:`index_create` takes them): the new
+    one built before the old one is dropped, and the other way back."""
+
+    def forwards(apps, schema_editor):
+        index_create(schema_editor, new[0], table, new[1])
+        index_drop(schema_editor, old[0])
+
+    def backwards(apps, schema_editor):
+        index_create(schema_editor, old[0], table, old[1])
+        index_drop(schema_editor, new[0])
+
+    return forwards, backwards

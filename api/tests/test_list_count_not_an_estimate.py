@@ -53,21 +53,27 @@ def test_list_count_of_a_word_and_a_category_that_never_meet(api_client, db):
     assert body["meta"] == {"count": 0, "count_exact": True}
 
 
+def _black_holes_among(papers: int, other: str, monkeypatch) -> None:
+    """``papers`` papers, one in four about a black hole and the others ``other``, analysed,
+    and an exact count of at most 3 (above it, the estimate)."""
+    from api import facets
+
+    for i in range(papers):
+        PaperFactory(
+            title=f"Paper {i}",
+            abstract="Evaporation of a black hole." if i % 4 == 0 else other,
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE papers_paper")
+    monkeypatch.setattr(facets, "EXACT_COUNT_LIMIT", 3)
+
+
 def test_an_estimated_count_of_words_that_go_together_is_not_taken_as_independent(
     api_client, db, monkeypatch
 ):
     """``black hole``: PostgreSQL multiplies the two words' shares (1,371 of 30,558 papers at
     1M); above the exact count the estimate is raised to the rarer word's."""
-    from api import facets
-
-    for i in range(40):
-        PaperFactory(
-            title=f"Paper {i}",
-            abstract="Evaporation of a black hole." if i % 4 == 0 else "We study memory.",
-        )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE papers_paper")
-    monkeypatch.setattr(facets, "EXACT_COUNT_LIMIT", 3)
+    _black_holes_among(40, "We study memory.", monkeypatch)
     body = api_client.get("/api/v1/papers/", {"q": "black hole"}).json()
     assert body["meta"]["count_exact"] is False
     assert 8 <= body["meta"]["count"] <= 12  # 10 match; independent words would say 2.5
@@ -79,16 +85,7 @@ def test_an_estimated_count_of_words_that_go_together_is_not_taken_as_independen
 def test_spellings_of_the_same_words_are_estimated_alike(api_client, db, monkeypatch):
     """Found by a breaker: a stop word (``the``, the ``a`` of a phrase) or a bracketed group
     made the rarest-word bound collapse, and the same 15 papers were estimated at the floor."""
-    from api import facets
-
-    for i in range(60):
-        PaperFactory(
-            title=f"Paper {i}",
-            abstract="Evaporation of a black hole." if i % 4 == 0 else "We study agents.",
-        )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE papers_paper")
-    monkeypatch.setattr(facets, "EXACT_COUNT_LIMIT", 3)
+    _black_holes_among(60, "We study agents.", monkeypatch)
     spellings = [
         "black hole",
         "the black hole",

@@ -13,21 +13,16 @@ index migrations are (``topicsite.migration_indexes``).
 
 from django.db import migrations, models
 
-from topicsite.migration_indexes import index_create, index_drop
+from topicsite.migration_indexes import index_replace
 
 TABLE = "papers_paperaffiliation"
 NEW = "paper_affil_affil_paper_idx"
 OLD = "papers_paperaffiliation_affiliation_id_a94630a4"
 
 
-def forwards(apps, schema_editor):
-    index_create(schema_editor, NEW, TABLE, '"affiliation_id", "paper_id"')
-    index_drop(schema_editor, OLD)
-
-
-def backwards(apps, schema_editor):
-    index_create(schema_editor, OLD, TABLE, '"affiliation_id"')
-    index_drop(schema_editor, NEW)
+forwards, backwards = index_replace(
+    TABLE, (NEW, '"affiliation_id", "paper_id"'), (OLD, '"affiliation_id"')
+)
 
 
 class Migration(migrations.Migration):

@@ -17,21 +17,16 @@ indexes unless the field itself changes. Built and dropped ``CONCURRENTLY`` on P
 
 from django.db import migrations
 
-from topicsite.migration_indexes import index_create, index_drop
+from topicsite.migration_indexes import index_replace
 
 TABLE = "papers_paper_cross_lists"
 NEW = "paper_cross_list_category_paper_idx"
 OLD = "papers_paper_cross_lists_category_id_c31a9cc2"
 
 
-def forwards(apps, schema_editor):
-    index_create(schema_editor, NEW, TABLE, '"category_id", "paper_id"')
-    index_drop(schema_editor, OLD)
-
-
-def backwards(apps, schema_editor):
-    index_create(schema_editor, OLD, TABLE, '"category_id"')
-    index_drop(schema_editor, NEW)
+forwards, backwards = index_replace(
+    TABLE, (NEW, '"category_id", "paper_id"'), (OLD, '"category_id"')
+)
 
 
 class Migration(migrations.Migration):
