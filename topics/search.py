@@ -449,8 +449,10 @@ def words_together_factor(tree: QueryNode | None) -> float:
     if tree is None or connection.vendor != "postgresql":
         return 1.0
     conjuncts = _required_parts(tree)[:ESTIMATED_PARTS_MAX]
+    if len(conjuncts) < 2:
+        return 1.0
     bounds = _estimable_parts(conjuncts)
-    if len(conjuncts) < 2 or not bounds:
+    if not bounds:
         return 1.0
     # Together: all of them, as the planner estimates the whole query; the bound: the
     # rarest of those it can estimate.
