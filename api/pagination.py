@@ -170,6 +170,15 @@ class PaperCursorPagination(pagination.CursorPagination):
         submitted, paper_id = cursor.position
         return dt.date.fromisoformat(submitted), int(paper_id)
 
+    def newest_after(self, request) -> Q:
+        """For the newest-first order: the condition of the papers after the request's cursor
+        position (``Q()`` on the first page). Raises ``ValidationError`` as
+        :meth:`decode_cursor` does."""
+        cursor = self.decode_cursor(request)
+        if cursor is None or cursor.position is None:
+            return Q()
+        return _after(("-submitted", "-id"), cursor.position)
+
     def get_schema_operation_parameters(self, view):
         return _page_size_parameter(
             super().get_schema_operation_parameters(view), self.page_size, self.max_page_size

@@ -374,11 +374,11 @@ def _estimable_parts(parts: tuple[QueryNode, ...]) -> tuple[QueryNode, ...]:
     estimated at one), which would make a word that goes with the others look rare. One
     query for the words' stop-word test."""
     words = [part for part in parts if isinstance(part, Term) and part.kind != "prefix"]
-    searchable = dict(zip(map(id, words), searchable_words(*(w.text for w in words)), strict=True))
+    searchable = dict(zip(words, searchable_words(*(word.text for word in words)), strict=True))
     return tuple(
         part
         for part in parts
-        if not (isinstance(part, Term) and (part.kind == "prefix" or not searchable[id(part)]))
+        if not isinstance(part, Term) or (part.kind != "prefix" and searchable[part])
     )
 
 
@@ -420,10 +420,13 @@ def _keyword_plan(
 
 
 def _keyword_choice(
-    matches: QuerySet[Paper], window: int, tree: QueryNode | None
+    matches: QuerySet[Paper], window: int, tree: QueryNode | None, together: float | None = None
 ) -> tuple[tuple[bool, int | None], int | None]:
-    """:func:`_keyword_plan`'s choice, and the range it costed (None with no estimate)."""
-    estimated = _planner_rows(matches) * words_together_factor(tree)
+    """:func:`_keyword_plan`'s choice, and the range it costed (None with no estimate).
+    ``together``: :func:`words_together_factor` of ``tree`` when the caller has it."""
+    if together is None:
+        together = words_together_factor(tree)
+    estimated = _planner_rows(matches) * together
     papers = planner_table_rows(Paper, using=matches.db)
     if estimated <= 0 or papers <= 0:
         return (False, None), None
@@ -463,20 +466,23 @@ def words_together_factor(tree: QueryNode | None) -> float:
     return max(1.0, rarest / max(together, 1.0))
 
 
-def newest_matches_range(matches: QuerySet[Paper], window: int, tree: QueryNode) -> int | None:
+def newest_matches_range(
+    matches: QuerySet[Paper], window: int, tree: QueryNode, together: float | None = None
+) -> int | None:
     """Among how many of the newest papers to look for the newest ``window`` papers of
     ``matches`` (papers matched to ``tree``, and filtered): a number when a date floor there
     (the GIN index ANDed with a date range) is cheaper than reading every match from the GIN
     index, by :func:`_keyword_plan`'s costs with the estimate :func:`words_together_factor`
     raises; None when every match should be read (few of them), and off PostgreSQL. The
     caller falls back to every match when the range holds fewer than ``window``. Three to
-    ``words + 3`` queries of statistics, none reading the table.
+    ``words + 3`` queries of statistics, none reading the table; two when the caller passes
+    ``together`` (:func:`words_together_factor` of ``tree``).
 
     PostgreSQL itself, estimating words that go together as independent, reads every match:
     a page of ``papers/?q=black hole`` took all 30,000 of them to keep 26 (138 ms at 1M)."""
     if connection.vendor != "postgresql":
         return None
-    choice, recent = _keyword_choice(matches, window, tree)
+    choice, recent = _keyword_choice(matches, window, tree, together)
     return None if choice == (False, None) else recent
 
 

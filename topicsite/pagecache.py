@@ -242,15 +242,14 @@ def _through_cache(key: str, timeout: int, render, shown, *, etag: bool = False)
     ``set_response_etag`` gives it, and a hit carries it: the conditional-GET middleware
     then hashes nothing (an 80 KB topic page's MD5 was a fifth of a hit's CPU)."""
     local = caches["pages"] if "pages" in settings.CACHES else None
-    if local is None:
-        found = cache.get_many([VERSION_KEY, key])
-        version, entry = found.get(VERSION_KEY), found.get(key)
-    else:
+    copy = None if local is None else local.get(key)
+    if copy is not None:
         version = cache.get(VERSION_KEY)
-        copy = local.get(key) if version is not None else None
-        if copy is not None and copy[0] == version:
+        if version is not None and copy[0] == version:
             return _kept_response(copy, shown, etag), "hit"
-        entry = cache.get(key)
+    # No copy of this process's that is current: the version and the shared copy together.
+    found = cache.get_many([VERSION_KEY, key])
+    version, entry = found.get(VERSION_KEY), found.get(key)
     locked = False
     if entry is not None:
         if entry[0] == version or not (
@@ -263,10 +262,8 @@ def _through_cache(key: str, timeout: int, render, shown, *, etag: bool = False)
         try:
             response, content = render()
         except Exception:
-            if entry is not None:
-                cache.delete(key)
-            if local is not None:
-                local.delete(key)
+            if entry is not None or copy is not None:
+                _forget(key, local)
             raise
         if content is not None:
             kept = (
@@ -282,13 +279,18 @@ def _through_cache(key: str, timeout: int, render, shown, *, etag: bool = False)
         elif entry is not None:
             # The page is gone or no longer shareable (a topic deactivated, a redirect):
             # others must stop getting the previous copy meanwhile.
-            cache.delete(key)
-            if local is not None:
-                local.delete(key)
+            _forget(key, local)
     finally:
         if locked:
             cache.delete(f"{key}:lock")
     return response, "miss"
+
+
+def _forget(key: str, local) -> None:
+    """Drop the copy kept under ``key``: the shared one, and this process's (``local``)."""
+    cache.delete(key)
+    if local is not None:
+        local.delete(key)
 
 
 def _kept_response(entry: tuple, shown, etag: bool) -> HttpResponse:

@@ -4,7 +4,6 @@ page, its similar papers, and one paper as BibTeX. Thin views over ``api.selecto
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import Q
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -119,13 +118,27 @@ class PaperListBase(ReadView, generics.ListAPIView):
         def estimate() -> float:
             papers = self.count_queryset(filtered, "estimate").order_by().values("id")
             estimated = planner_rows(papers)
-            q = (self.request.query_params.get("q") or "").strip()
-            if q and connection.vendor == "postgresql":
-                estimated *= words_together_factor(parse_query(q))
+            if self._q_tree() is not None and connection.vendor == "postgresql":
+                estimated *= self._words_together()
                 estimated = min(estimated, planner_table_rows(Paper, using=papers.db))
             return estimated
 
         return list_count(self.count_queryset(filtered, "count"), estimate=estimate)
+
+    def _q_tree(self):
+        """The request's ``q`` parsed (``topics.tagging.rules.parse_query``; the filter has
+        refused one that does not parse), or None without one."""
+        if not hasattr(self, "_q_tree_found"):
+            q = (self.request.query_params.get("q") or "").strip()
+            self._q_tree_found = parse_query(q) if q else None
+        return self._q_tree_found
+
+    def _words_together(self) -> float:
+        """``topics.search.words_together_factor`` of ``q``, asked once for the page and the
+        count of a request (a few ``EXPLAIN`` s)."""
+        if not hasattr(self, "_words_together_found"):
+            self._words_together_found = words_together_factor(self._q_tree())
+        return self._words_together_found
 
     def count_queryset(self, filtered, purpose: str = "count"):
         """``filtered`` (the list's papers), or the same papers filtered for ``purpose``
@@ -215,25 +228,19 @@ class PaperListView(PaperListBase):
         ``filtered`` when even that range holds fewer, or otherwise. PostgreSQL's own plan
         read every match of words that go together (``black hole``: 30,000 at 1M papers,
         138 ms) to keep a page."""
-        params = self.request.query_params
-        q = (params.get("q") or "").strip()
+        tree = self._q_tree()
         if (
-            not q
+            tree is None
             or connection.vendor != "postgresql"
-            or params.get("ordering", "-submitted") != "-submitted"
+            or self.request.query_params.get("ordering", "-submitted") != "-submitted"
             or getattr(self.paginator.decode_cursor(self.request), "reverse", False)
         ):
             return filtered
-        tree = parse_query(q)  # the filter has parsed it already: no error left
         limit = self.paginator.get_page_size(self.request) + 1
-        recent = None if tree is None else newest_matches_range(filtered, limit, tree)
+        recent = newest_matches_range(filtered, limit, tree, self._words_together())
         if recent is None:
             return filtered
-        before = self.paginator.newest_before(self.request)
-        after = Q()
-        if before is not None:
-            submitted, paper_id = before
-            after = Q(submitted__lte=submitted) & (Q(submitted__lt=submitted) | Q(id__lt=paper_id))
+        after = self.paginator.newest_after(self.request)
         # Matches are not spread evenly over time (the newest weeks hold fewer): a range
         # short of a page is widened once before every match is read.
         for widened in (recent, recent * NEWEST_RANGE_WIDENING):
