@@ -144,8 +144,9 @@ def page_cache_skip(response):
     return response
 
 
-def _cache_key(request, query_params: tuple[str, ...]) -> str | None:
-    """The entry's key for ``request``, or ``None`` when it must not be shared."""
+def _cache_key(request, query_params: tuple[str, ...] | None) -> str | None:
+    """The entry's key for ``request``, or ``None`` when it must not be shared
+    (``query_params``: as for :func:`_address_key`)."""
     if request.method not in ("GET", "HEAD"):
         return None
     cookies = request.COOKIES
@@ -167,14 +168,20 @@ def _reader_cache_key(request, query_params: tuple[str, ...]) -> str | None:
     return _address_key(request, query_params, "reader")
 
 
-def _address_key(request, query_params: tuple[str, ...], kind: str) -> str | None:
+def _address_key(request, query_params: tuple[str, ...] | None, kind: str) -> str | None:
     """The key of ``kind``'s copy of the page at ``request``'s address, or ``None`` when its
-    query string holds anything but ``query_params``, each once and short."""
+    query string holds anything but ``query_params`` (``None``: any names), each once and
+    short. A view's key and :class:`PageCacheMiddleware`'s, which knows no view, are the same
+    string for the addresses the view keeps."""
     query = request.GET
     parts = []
     for name in sorted(query):
         values = query.getlist(name)
-        if name not in query_params or len(values) != 1 or len(values[0]) > _MAX_VALUE_LENGTH:
+        if (
+            (query_params is not None and name not in query_params)
+            or len(values) != 1
+            or len(values[0]) > _MAX_VALUE_LENGTH
+        ):
             return None
         parts.append(f"{name}={values[0]}")
     # The host and scheme too: a site answering at two addresses never serves one's page
@@ -250,6 +257,8 @@ def _through_cache(key: str, timeout: int, render, shown, *, etag: bool = False)
     # No copy of this process's that is current: the version and the shared copy together.
     found = cache.get_many([VERSION_KEY, key])
     version, entry = found.get(VERSION_KEY), found.get(key)
+    if version is None:
+        version = _version_started()
     locked = False
     if entry is not None:
         if entry[0] == version or not (
@@ -284,6 +293,16 @@ def _through_cache(key: str, timeout: int, render, shown, *, etag: bool = False)
         if locked:
             cache.delete(f"{key}:lock")
     return response, "miss"
+
+
+def _version_started() -> str | None:
+    """The site-wide version where the shared cache has none (a Redis restarted or flushed
+    keeps nothing): one is set, or the one another process set first is read, so that copies
+    carry a version again and processes may keep them. ``None`` with the cache down."""
+    started = uuid.uuid4().hex
+    if cache.add(VERSION_KEY, started, timeout=None):
+        return started
+    return cache.get(VERSION_KEY)
 
 
 def _forget(key: str, local) -> None:
@@ -354,3 +373,60 @@ def _personal(response, state: str):
     patch_vary_headers(response, ("Cookie",))
     patch_cache_control(response, private=True)
     return response
+
+
+class PageCacheMiddleware:
+    """Serve an anonymous reader this process's copy of a shared page before the rest of the
+    middleware stack runs (sessions, CSRF, authentication, messages, history, allauth) and
+    before the URL is resolved: none of it can change a page that is shared.
+
+    Goes after ``SecurityMiddleware``, django-csp's, the ETag middleware and WhiteNoise (their
+    headers, 304s and static files still apply to every hit) and before
+    ``SessionMiddleware``. A request is answered here only when :func:`cache_anonymous_page`
+    would answer it from the cache too: ``GET`` or ``HEAD``, no session or message cookie, and
+    a copy this process keeps (the ``pages`` cache) under the address's key, carrying the
+    current site-wide version (read from Redis on every request, so a change shows at once).
+    Only a view's canonical addresses are ever kept, so the address key needs no knowledge of
+    the view (:func:`_address_key` with any parameter names). Everything else (no copy here,
+    an old version, Redis down, a signed-in reader) goes on down the stack unchanged, to the
+    view's decorator, which renders, shares and keeps copies as before.
+
+    A hit carries what the stack below would have added to a shared page:
+    ``X-Frame-Options`` (Django's clickjacking middleware, when installed),
+    ``Content-Length`` (``CommonMiddleware``), ``Vary: Cookie`` and the kept ``ETag``
+    (``tests/test_pagecache.py`` compares a hit's headers with the full stack's).
+    """
+
+    def __init__(self, get_response):
+        from django.middleware.clickjacking import XFrameOptionsMiddleware
+
+        self.get_response = get_response
+        self._xframe = (
+            XFrameOptionsMiddleware(get_response)
+            if "django.middleware.clickjacking.XFrameOptionsMiddleware" in settings.MIDDLEWARE
+            else None
+        )
+
+    def __call__(self, request):
+        response = self._hit(request)
+        return self.get_response(request) if response is None else response
+
+    def _hit(self, request):
+        if not settings.PAGE_CACHE_SECONDS or "pages" not in settings.CACHES:
+            return None
+        key = _cache_key(request, None)
+        if key is None:
+            return None
+        copy = caches["pages"].get(key)
+        if copy is None:
+            return None
+        version = cache.get(VERSION_KEY)
+        if version is None or copy[0] != version:
+            return None
+        response = _kept_response(copy, lambda content: content, etag=True)
+        response[CACHE_HEADER] = "hit"
+        patch_vary_headers(response, ("Cookie",))
+        response["Content-Length"] = str(len(response.content))
+        if self._xframe is not None:
+            response = self._xframe.process_response(request, response)
+        return response

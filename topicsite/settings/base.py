@@ -54,6 +54,9 @@ MIDDLEWARE = [
     # ...decided by the ETag only (topicsite/middleware.py says why).
     "topicsite.middleware.ETagConditionalGetMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # An anonymous reader's shared page from this process's copy, before the rest of the
+    # stack (topicsite/pagecache.py; the views' own decorator does the rest).
+    "topicsite.pagecache.PageCacheMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -9,7 +9,7 @@ import datetime as dt
 import time
 
 import pytest
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.http import HttpResponse
 from django.middleware.csrf import get_token
 from django.test import RequestFactory, override_settings
@@ -222,8 +222,6 @@ def test_with_redis_down_every_request_renders_the_page(client):
         }
     }
     with override_settings(CACHES=dead):
-        from django.core.cache import caches
-
         caches["default"].close()
         for _ in range(2):
             response = get(client, topic.get_absolute_url())
@@ -296,6 +294,7 @@ def test_a_hit_carries_the_kept_etag_and_hashes_nothing(client, monkeypatch):
     entry = cache.get(key)
     assert len(entry) == 5
     cache.set(key, entry[:3], timeout=60)
+    caches["pages"].clear()  # and no copy of this process's
     third = get(client, url)
     assert third[CACHE_HEADER] == "hit" and third.content == first.content
     assert third["ETag"] == first["ETag"] and hashed
@@ -306,7 +305,6 @@ def test_a_process_serves_its_own_copy_while_the_version_holds(
 ):
     """The web process keeps the copies it served (the ``pages`` cache): a hit reads the
     version from Redis and nothing else, and a change still shows at once."""
-    from django.core.cache import caches
 
     assert "pages" in caches.settings  # Redis configured: the process keeps copies too
     topic = TopicFactory()
@@ -340,7 +338,6 @@ def test_a_process_serves_its_own_copy_while_the_version_holds(
 def test_a_process_copy_lives_no_longer_than_the_shared_one(client, settings, monkeypatch):
     """Found by a breaker: a copy a process took late in the shared copy's life was kept a
     whole lifetime more, serving what nothing reports (a follower count) past the bound."""
-    from django.core.cache import caches
 
     settings.PAGE_CACHE_SECONDS = 60
     topic = TopicFactory()
@@ -361,7 +358,6 @@ def test_a_process_copy_lives_no_longer_than_the_shared_one(client, settings, mo
 def test_without_a_version_the_process_copy_is_not_served(client):
     """Redis down (or flushed) says nothing about the process's copy being current: the page
     is rendered."""
-    from django.core.cache import caches
 
     topic = TopicFactory()
     card_paper(topics=[topic], title="Rendered again")
@@ -381,3 +377,83 @@ def test_without_a_version_the_process_copy_is_not_served(client):
     with override_settings(CACHES=dead):
         caches["default"].close()
         assert get(client, url)[CACHE_HEADER] == "miss"
+
+
+def _served_by_the_whole_stack(response) -> bool:
+    """Whether the request went through the middleware below the page cache's (the
+    authentication middleware gives every such request its ``user``)."""
+    return hasattr(response.wsgi_request, "user")
+
+
+@pytest.mark.parametrize("page", ["topic", "index", "paper", "author"])
+def test_a_process_copy_is_served_before_the_rest_of_the_stack_with_the_same_headers(
+    client, django_assert_num_queries, page
+):
+    """``PageCacheMiddleware`` answers from the process's copy before sessions, CSRF,
+    authentication and the URL resolver run, and its hit is the one the whole stack gives:
+    the same body and headers (security, CSP, frame options, ETag, Vary, length), a 304 to
+    a client holding the ETag."""
+
+    topic = TopicFactory()
+    paper = card_paper(topics=[topic], title="Served early")
+    url = {
+        "topic": topic.get_absolute_url(),
+        "index": "/topics/",
+        "paper": paper.get_absolute_url(),
+        "author": paper.authorships.first().author.get_absolute_url(),
+    }[page]
+    pagecache.page_cache_invalidate()
+    first = get(client, url)
+    assert first[CACHE_HEADER] == "miss"
+    caches["pages"].clear()  # another process rendered it: this one has only Redis's copy
+    through_stack = get(client, url)
+    assert through_stack[CACHE_HEADER] == "hit" and _served_by_the_whole_stack(through_stack)
+    with django_assert_num_queries(0):
+        early = get(client, url)
+    assert early[CACHE_HEADER] == "hit" and not _served_by_the_whole_stack(early)
+    assert early.content == through_stack.content == first.content
+    assert dict(early.headers) == dict(through_stack.headers)
+    assert early["X-Frame-Options"] == "DENY" and "Content-Security-Policy" in early
+    head = client.head(url)
+    assert head.status_code == 200 and not _served_by_the_whole_stack(head)
+    assert client.get(url, HTTP_IF_NONE_MATCH=early["ETag"]).status_code == 304
+
+
+def test_what_the_early_path_must_not_answer_goes_down_the_stack(client):
+    """A signed-in reader, another spelling of the address, a flash-message cookie or a
+    ``POST`` never gets the process's copy from the early path."""
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    pagecache.page_cache_invalidate()
+    get(client, url)
+    assert not _served_by_the_whole_stack(get(client, url))  # the copy is here
+
+    odd = get(client, url + "?utm_source=feed")
+    assert odd[CACHE_HEADER] == "bypass" and _served_by_the_whole_stack(odd)
+    client.cookies["messages"] = "x"
+    assert _served_by_the_whole_stack(get(client, url))
+    del client.cookies["messages"]
+    assert _served_by_the_whole_stack(client.post(url))
+    client.force_login(UserFactory())
+    signed_in = get(client, url)
+    assert signed_in[CACHE_HEADER] == "bypass" and _served_by_the_whole_stack(signed_in)
+
+
+def test_after_redis_lost_its_keys_a_version_is_started_and_copies_are_kept_again(client):
+    """Redis keeps nothing across a restart: the first page rendered after it starts a
+    site-wide version (one for every process, ``cache.add``), so copies carry one and each
+    process may keep them again; before, no process kept any until the next data change."""
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    cache.clear()  # a Redis restarted empty
+    caches["pages"].clear()
+    assert get(client, url)[CACHE_HEADER] == "miss"
+    version = cache.get(pagecache.VERSION_KEY)
+    assert version is not None
+    early = get(client, url)
+    assert early[CACHE_HEADER] == "hit" and not _served_by_the_whole_stack(early)
+    pagecache.page_cache_invalidate()  # a change moves it on as always
+    assert get(client, url)[CACHE_HEADER] == "miss"
+    assert cache.get(pagecache.VERSION_KEY) != version
