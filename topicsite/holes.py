@@ -17,6 +17,7 @@ rendered for one reader and a shared page filled for that reader are the same HT
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 
@@ -33,6 +34,7 @@ __all__ = [
     "hole_filler",
     "hole_html",
     "holes_fill",
+    "holes_fill_tagged",
     "holes_share",
     "holes_shared",
 ]
@@ -93,6 +95,14 @@ def hole_html(request, name: str, arg: object = "") -> SafeString:
 def holes_fill(request, html: str) -> str:
     """``html`` with every registered hole filled for ``request`` (one filler call per name,
     with all that name's args); holes of unregistered names stay as they are."""
+    return holes_fill_tagged(request, html)[0]
+
+
+def holes_fill_tagged(request, html: str) -> tuple[str, str]:
+    """``(html filled as by holes_fill, tag)``: ``tag`` is an MD5 hex digest of the fillings
+    alone (empty when nothing was filled), so that ``(html's own tag, tag)`` tells filled pages
+    apart as their bodies would, without hashing the whole page (``topicsite.pagecache``'s
+    ``ETag`` of a signed-in reader's page)."""
     found: dict[str, list[str]] = {}
     for name, arg in HOLE.findall(html):
         if name in _FILLERS:
@@ -100,7 +110,7 @@ def holes_fill(request, html: str) -> str:
             if arg not in args:
                 args.append(arg)
     if not found:
-        return html
+        return html, ""
     filled = {name: _FILLERS[name](request, args) for name, args in found.items()}
 
     def fill(match: re.Match) -> str:
@@ -109,7 +119,10 @@ def holes_fill(request, html: str) -> str:
             return match.group(0)
         return filled[name].get(arg, "")
 
-    return HOLE.sub(fill, html)
+    fillings = repr(
+        [(name, [(arg, filled[name].get(arg, "")) for arg in args]) for name, args in found.items()]
+    )
+    return HOLE.sub(fill, html), hashlib.md5(fillings.encode(), usedforsecurity=False).hexdigest()
 
 
 @hole_filler("user-menu")

@@ -64,7 +64,7 @@ from django.http import HttpResponse
 from django.http.request import split_domain_port
 from django.utils.cache import patch_cache_control, patch_vary_headers, quote_etag
 
-from .holes import holes_fill, holes_share
+from .holes import holes_fill, holes_fill_tagged, holes_share
 
 _PREFIX = "pagecache:v1"
 # The site-wide version; other caches of rendered HTML read it too (topics.views' cards).
@@ -331,11 +331,13 @@ def _keep_locally(local, key: str, entry: tuple) -> None:
         local.set(key, entry, timeout=left)
 
 
-def _body_etag(content: bytes) -> str | None:
+def _body_etag(content: bytes | str) -> str | None:
     """The ``ETag`` Django's ``set_response_etag`` gives a response with body ``content``
-    (none for an empty body)."""
+    (text as UTF-8; none for an empty body)."""
     if not content:
         return None
+    if isinstance(content, str):
+        content = content.encode()
     return quote_etag(hashlib.md5(content, usedforsecurity=False).hexdigest())
 
 
@@ -359,12 +361,23 @@ def _reader_page(view, key: str, request, args, kwargs):
         response.content = holes_fill(request, shared)
         return response, shared if keep else None
 
+    fillings = []
+
+    def show(shared: str) -> str:
+        html, tag = holes_fill_tagged(request, shared)
+        fillings.append(tag)
+        return html
+
     response, state = _through_cache(
-        key,
-        settings.READER_PAGE_CACHE_SECONDS,
-        render,
-        lambda shared: holes_fill(request, shared),
+        key, settings.READER_PAGE_CACHE_SECONDS, render, show, etag=True
     )
+    if fillings and response.has_header("ETag"):
+        # The kept ETag is the shared copy's: with this reader's fillings it tells their
+        # pages apart as the bodies would, and the 80 KB page is not hashed per request.
+        shared_tag = response["ETag"]
+        response["ETag"] = quote_etag(
+            hashlib.md5(f"{shared_tag}:{fillings[0]}".encode(), usedforsecurity=False).hexdigest()
+        )
     return _personal(response, state)
 
 

@@ -323,3 +323,48 @@ def test_the_filled_shared_paper_page_is_the_page_rendered_for_the_reader_alone(
     assert (state, bypass) == ("hit", "bypass")
     assert TOKEN.sub("TOKEN", shared) == TOKEN.sub("TOKEN", alone)
     assert "admin@example.org" not in shared
+
+
+def test_a_readers_etag_comes_from_the_shared_copy_and_the_fillings_without_hashing_the_page(
+    monkeypatch,
+):
+    """A hit's ``ETag`` is the shared copy's kept tag with this reader's fillings: pages that
+    differ (another reader, another follow state, another version) never share one, and the
+    conditional-GET middleware does not hash the 80 KB page per request."""
+    import hashlib
+
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    alice, bob = reader("alice@example.org"), reader("bob@example.org")
+    assert page(alice, url)[0] == "miss"
+
+    hashed = []
+    real_md5 = hashlib.md5
+    monkeypatch.setattr(
+        "django.utils.cache.md5", lambda *a, **k: hashed.append(1) or real_md5(*a, **k)
+    )
+    first, again, other = alice.get(url), alice.get(url), bob.get(url)
+    assert [r[CACHE_HEADER] for r in (first, again, other)] == ["hit"] * 3 and not hashed
+    tags = [r["ETag"] for r in (first, again, other)]
+    bodies = [r.content for r in (first, again, other)]
+    assert all(tag.startswith('"') for tag in tags)
+    # Each body is its own (a fresh CSRF mask per request), and so is each tag.
+    assert len(set(bodies)) == 3 and len(set(tags)) == 3
+
+    follow_create(user=get_user_model().objects.get(email="bob@example.org"), topic=topic)
+    assert bob.get(url)["ETag"] not in tags
+
+
+def test_equal_fillings_of_equal_copies_give_equal_tags(rf):
+    """The fillings' tag is a function of what was filled: the same holes filled the same
+    way give the same tag, any difference another."""
+    from django.contrib.auth.models import AnonymousUser
+
+    from topicsite.holes import holes_fill_tagged
+
+    request = rf.get("/")
+    request.user = AnonymousUser()
+    html = "<p>a</p><!--user-menu:--><p>b</p>"
+    assert holes_fill_tagged(request, html) == holes_fill_tagged(request, html)
+    assert holes_fill_tagged(request, "<p>no holes</p>") == ("<p>no holes</p>", "")

@@ -82,7 +82,7 @@ def test_valid_values_are_read_as_given(run_manage):
         },
     )
 
-    assert shown["engine"] == "django.db.backends.postgresql"
+    assert shown["engine"] == "topicsite.postgresql"
     assert (shown["name"], shown["host"]) == ("topicsite", "db.example")
     assert shown["conn_max_age"] == 0
     assert shown["debug"] is False

@@ -1,0 +1,66 @@
+"""The PostgreSQL backend's health check (topicsite/postgresql/base.py) against the real
+server: a quiet kept connection passes without a query, one the server ended fails."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+from django.db import connection, connections
+from django.db.backends.postgresql.base import DatabaseWrapper as DjangoDatabaseWrapper
+
+from topicsite.postgresql.base import DatabaseWrapper
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's backend"),
+]
+
+
+@pytest.fixture
+def kept():
+    """A connection of its own to the test database, as a web process keeps one."""
+    wrapper = connections["default"].copy()
+    wrapper.ensure_connection()
+    yield wrapper
+    wrapper.close()
+
+
+def test_the_settings_use_this_backend():
+    assert isinstance(connections["default"], DatabaseWrapper)
+
+
+def test_a_quiet_connection_passes_without_a_query(kept, monkeypatch):
+    asked = []
+    monkeypatch.setattr(DjangoDatabaseWrapper, "is_usable", lambda self: asked.append(1))
+    assert kept.is_usable() is True
+    assert asked == []
+    with kept.cursor() as cursor:  # and it works
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
+
+
+def test_a_connection_the_server_ended_fails_and_is_replaced(kept):
+    pid = kept.connection.info.backend_pid
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params, autocommit=True) as admin:
+        assert admin.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone() == (True,)
+    deadline = time.monotonic() + 5
+    while kept.is_usable() and time.monotonic() < deadline:
+        time.sleep(0.02)  # the server's last words reach the socket
+    assert kept.is_usable() is False
+    # What Django does at the start of a request with CONN_HEALTH_CHECKS: close, reconnect.
+    kept.health_check_enabled, kept.health_check_done = True, False
+    kept.close_if_health_check_failed()
+    assert kept.connection is None
+    with kept.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        assert cursor.fetchone()[0] != pid
+
+
+def test_a_closed_connection_fails_without_touching_the_socket(kept):
+    kept.connection.close()
+    assert kept.is_usable() is False
