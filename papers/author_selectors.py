@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Case, Count, IntegerField, QuerySet, Value, When
+from django.db.models import Case, Count, IntegerField, Q, QuerySet, Value, When
 
 from .models import Author, Authorship, Paper
 from .querysets import live_through
@@ -20,7 +20,10 @@ __all__ = [
     "AuthorCount",
     "author_affiliations",
     "author_coauthors",
+    "author_credits",
+    "author_newest_live_paper_ids",
     "author_paper_count",
+    "author_paper_count_capped",
     "author_live_authorships",
     "author_paper_ids",
     "author_papers",
@@ -63,6 +66,47 @@ def author_live_authorships(*, author: Author) -> QuerySet[Authorship]:
     submitted, paper; authorships carry their paper's ``submitted``), so an author's range of
     rows, not the papers table newest first. No query until evaluated."""
     return Authorship.objects.filter(live_through("paper"), author=author)
+
+
+def author_newest_live_paper_ids(
+    *, author: Author, limit: int, before: tuple[dt.date, int] | None = None
+) -> list[int]:
+    """pks of the ``limit`` newest papers of :func:`author_papers` (submitted descending,
+    then id descending), after the keyset position ``before`` ``(submitted, paper id)`` in
+    that order when given (an API cursor's next page). One query that walks the author's
+    authorships newest first (:func:`author_live_authorships`) and stops after ``limit``
+    papers, whatever the author's number of papers."""
+    rows = author_live_authorships(author=author)
+    if before is not None:
+        rows = rows.filter(
+            Q(submitted__lt=before[0]) | Q(submitted=before[0], paper_id__lt=before[1])
+        )
+    return list(
+        rows.values("submitted", "paper_id")
+        .annotate(credits=Count("id"))
+        .order_by("-submitted", "-paper_id")
+        .values_list("paper_id", flat=True)[:limit]
+    )
+
+
+def author_paper_count_capped(*, author: Author, cap: int) -> int:
+    """:func:`author_paper_count`, counting no further than ``cap`` (``min(count, cap)``): one
+    query that walks the author's authorships newest first and stops after ``cap`` papers
+    (the full count of a 4,500-paper author read every paper row, 20-30 ms at 1M papers)."""
+    return (
+        author_live_authorships(author=author)
+        .values("submitted", "paper_id")
+        .annotate(credits=Count("id"))
+        .order_by("-submitted", "-paper_id")[:cap]
+        .count()
+    )
+
+
+def author_credits(*, author: Author) -> int:
+    """How many authorships ``author`` has (withdrawn and deleted papers included): one
+    count read from ``authorship_author_newest_idx`` alone, an upper bound of
+    :func:`author_paper_count` that costs no paper row."""
+    return Authorship.objects.filter(author=author).count()
 
 
 def author_paper_ids(*, author: Author, limit: int, offset: int = 0) -> list[int]:

@@ -4,7 +4,7 @@ with the author's papers."""
 
 import pytest
 
-from papers.models import Author
+from papers.models import Author, Paper
 from papers.tests.factories import (
     AffiliationFactory,
     AuthorFactory,
@@ -78,3 +78,61 @@ def test_an_authors_coauthors_and_topics_lists(api_client):
     topics = api_client.get(f"/api/v1/authors/{author.pk}/topics/").json()
     assert [(t["name"], t["papers"]) for t in topics] == [("Engines", 2)]
     assert_error(api_client.get("/api/v1/authors/999999999/topics/"), 404)
+
+
+def _walk(api_client, url: str, key: str) -> list[int]:
+    ids = []
+    while url:
+        body = api_client.get(url).json()
+        ids += [paper["id"] for paper in body["results"]]
+        url = body[key]
+    return ids
+
+
+def test_an_authors_papers_walked_newest_first_both_ways_and_counted(
+    api_client, monkeypatch, django_assert_max_num_queries
+):
+    """The unfiltered list reads the author's authorships newest first: every live paper
+    once, in the list's order (ties on the date by id), withdrawn and deleted papers left out,
+    a paper the author is credited on twice once; ``previous`` walks back the same pages;
+    the count is exact up to the limit, then the author's credits marked as an estimate."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from api.views import authors as views
+    from papers.author_selectors import author_papers
+
+    author = AuthorFactory(name="Emmy Noether")
+    days = [dt.date(2024, 1, 1), dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2023, 5, 5)]
+    papers = [PaperFactory(submitted=day) for day in days * 2]
+    papers[1].withdrawn = True
+    papers[1].save()
+    papers[2].deleted_at = timezone.now()
+    papers[2].save()
+    for paper in papers:
+        AuthorshipFactory(paper=paper, author=author, position=0)
+    AuthorshipFactory(paper=papers[3], author=author, position=1)  # credited twice
+    AuthorshipFactory(paper=PaperFactory(), position=0)  # someone else's
+    expected = list(author_papers(author=author).values_list("arxiv_id", flat=True))
+    assert len(expected) == 6
+
+    url = f"/api/v1/authors/{author.pk}/papers/?page_size=2"
+    with django_assert_max_num_queries(6):
+        first = api_client.get(url).json()
+    assert first["meta"] == {**first["meta"], "count": 6, "count_exact": True}
+    forwards = _walk(api_client, url, "next")
+    assert forwards == expected
+    last_page = api_client.get(url)
+    while (body := last_page.json())["next"]:
+        last_page = api_client.get(body["next"])
+    backwards_pages = _walk(api_client, last_page.json()["previous"], "previous")
+    assert sorted(backwards_pages) == sorted(expected[:4])
+    # Filtered or in another order: the /papers/ filters, same answers.
+    oldest = api_client.get(f"{url}&ordering=submitted").json()["results"]
+    oldest_first = Paper.objects.filter(arxiv_id__in=expected).order_by("submitted", "id")
+    assert [paper["id"] for paper in oldest] == [p.arxiv_id for p in oldest_first[:2]]
+
+    monkeypatch.setattr(views, "EXACT_COUNT_LIMIT", 3)
+    meta = api_client.get(url).json()["meta"]
+    assert (meta["count"], meta["count_exact"]) == (9, False)  # its 9 credits

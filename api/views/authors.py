@@ -17,7 +17,10 @@ from rest_framework.response import Response
 from papers.author_selectors import (
     author_affiliations,
     author_coauthors,
+    author_credits,
+    author_newest_live_paper_ids,
     author_paper_count,
+    author_paper_count_capped,
     author_papers,
     authors_matching,
     authors_paper_counts,
@@ -25,6 +28,7 @@ from papers.author_selectors import (
 from papers.models import Author, Paper
 from topics.authors import author_topics
 
+from ..facets import EXACT_COUNT_LIMIT
 from ..pagination import PageNumberPagination
 from ..selectors import paper_rows
 from ..serializers.authors import (
@@ -152,6 +156,13 @@ class AuthorDetailView(ReadView):
     )
 )
 class AuthorPapersView(PaperListBase):
+    """The author's papers. Unfiltered, newest first, forwards (the common case, and every
+    page of a plain walk), the page and ``meta.count`` come from the author's authorships
+    read newest first (``papers.author_selectors``), stopping after the page or the exact
+    count's limit, so that they cost the same for an author of 10 papers or of 10,000; above
+    the limit the count is estimated by the author's authorships (withdrawn and deleted
+    papers included). Otherwise the papers are filtered as ``/papers/`` filters them."""
+
     def get(self, request, id: int):
         self.author = author_or_404(id)
         return super().get(request)
@@ -161,6 +172,38 @@ class AuthorPapersView(PaperListBase):
             return Paper.objects.none()
         paper_ids = author_papers(author=self.author).order_by().values("id")
         return paper_rows().filter(id__in=paper_ids)
+
+    def _unfiltered(self) -> bool:
+        params = self.request.query_params
+        return not any(params.get(name) for name in self.filterset_class.base_filters)
+
+    def _walked(self) -> bool:
+        """Whether the page can come from the author's newest-first walk: no filter, newest
+        first, forwards."""
+        return (
+            self._unfiltered()
+            and self.request.query_params.get("ordering", "-submitted") == "-submitted"
+            and not getattr(self.paginator.decode_cursor(self.request), "reverse", False)
+        )
+
+    def page_queryset(self, filtered):
+        if not self._walked():
+            return filtered
+        ids = author_newest_live_paper_ids(
+            author=self.author,
+            limit=self.paginator.get_page_size(self.request) + 1,
+            before=self.paginator.newest_before(self.request),
+        )
+        return paper_rows().filter(id__in=ids)
+
+    def list_meta(self, filtered) -> dict:
+        if not self._unfiltered():
+            return super().list_meta(filtered)
+        capped = author_paper_count_capped(author=self.author, cap=EXACT_COUNT_LIMIT + 1)
+        if capped <= EXACT_COUNT_LIMIT:
+            return {"count": capped, "count_exact": True}
+        estimated = author_credits(author=self.author)
+        return {"count": max(estimated, EXACT_COUNT_LIMIT + 1), "count_exact": False}
 
 
 @extend_schema(
