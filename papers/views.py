@@ -10,6 +10,7 @@ why it is there. The page cites the paper (BibTeX and RIS, :mod:`papers.citation
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -93,7 +94,9 @@ def _render_detail(request, paper):
         "cited_authors": cited_authors,
         "bibtex": bibtex_entry(citation),
         "ris": ris_entry(citation),
-        "page_url": request.build_absolute_uri(paper.get_absolute_url()),
+        # The site's own address (SITE_URL), not the request's Host: the page is shared
+        # among every spelling of the host (topicsite.pagecache), ports included.
+        "page_url": f"{settings.SITE_URL}{paper.get_absolute_url()}",
         # Nearest by meaning (papers.embeddings): none until the paper has a vector.
         "similar": similar_papers(paper),
         # The same paper stored under other ids ("Also listed as").

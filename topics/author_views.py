@@ -12,7 +12,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
 from papers.models import Author
-from topicsite.pagecache import cache_anonymous_page
+from topicsite.pagecache import cache_anonymous_page, page_cache_skip
 
 from .authors import PageNumberInvalid, author_page
 
@@ -57,4 +57,9 @@ def author_detail(request, pk: int, slug: str = ""):
         # Rendered by an autoescaping Jinja2 template of ours.
         "cards_html": mark_safe(cards_html),  # noqa: S308
     }
-    return render(request, "topics/author_detail.html", context)
+    response = render(request, "topics/author_detail.html", context)
+    raw_number = request.GET.get("page")
+    if raw_number is not None and raw_number != str(data.page.number):
+        # ?page=01, a page past the last: shown, but stored only as the page it is.
+        page_cache_skip(response)
+    return response

@@ -388,6 +388,26 @@ def _personal(response, state: str):
     return response
 
 
+# Beyond these, a query string is none a view keeps (each keeps one or two short parameters).
+_MAX_EARLY_QUERY = 100
+_MAX_EARLY_PARAMETERS = 4
+
+
+def _csrf_cookie_well_formed(request) -> bool:
+    """Whether ``request`` has no CSRF cookie or one of the shape Django makes (a malformed
+    one is replaced by ``CsrfViewMiddleware`` on the way out, which the early path skips)."""
+    from django.middleware.csrf import InvalidTokenFormat, _check_token_format
+
+    cookie = request.COOKIES.get(settings.CSRF_COOKIE_NAME)
+    if cookie is None:
+        return True
+    try:
+        _check_token_format(cookie)
+    except InvalidTokenFormat:
+        return False
+    return True
+
+
 class PageCacheMiddleware:
     """Serve an anonymous reader this process's copy of a shared page before the rest of the
     middleware stack runs (sessions, CSRF, authentication, messages, history, allauth) and
@@ -396,7 +416,8 @@ class PageCacheMiddleware:
     Goes after ``SecurityMiddleware``, django-csp's, the ETag middleware and WhiteNoise (their
     headers, 304s and static files still apply to every hit) and before
     ``SessionMiddleware``. A request is answered here only when :func:`cache_anonymous_page`
-    would answer it from the cache too: ``GET`` or ``HEAD``, no session or message cookie, and
+    would answer it from the cache too: ``GET`` or ``HEAD``, no session or message cookie (nor
+    a malformed CSRF cookie, which the CSRF middleware replaces), a short query string, and
     a copy this process keeps (the ``pages`` cache) under the address's key, carrying the
     current site-wide version (read from Redis on every request, so a change shows at once).
     Only a view's canonical addresses are ever kept, so the address key needs no knowledge of
@@ -427,6 +448,13 @@ class PageCacheMiddleware:
     def _hit(self, request):
         if not settings.PAGE_CACHE_SECONDS or "pages" not in settings.CACHES:
             return None
+        query = request.META.get("QUERY_STRING", "")
+        if len(query) > _MAX_EARLY_QUERY or query.count("&") >= _MAX_EARLY_PARAMETERS:
+            # No view keeps such an address; parsing it is the view's business (Django's
+            # limit on parameters answers 400 only where a view reads them).
+            return None
+        if not _csrf_cookie_well_formed(request):
+            return None  # the CSRF middleware below replaces it
         key = _cache_key(request, None)
         if key is None:
             return None

@@ -7,6 +7,7 @@ import re
 
 import bibtexparser
 import pytest
+from django.conf import settings
 
 from papers.tests.factories import (
     AffiliationFactory,
@@ -67,7 +68,8 @@ def test_citation_meta_tags(client):
     assert ("citation_arxiv_id", "2409.01234") in tags
     assert ("citation_pdf_url", "https://arxiv.org/pdf/2409.01234v2") in tags
     assert ("citation_doi", "10.1234/abc.5") in tags
-    assert ("citation_abstract_html_url", "http://testserver/papers/2409.01234/") in tags
+    # The site's own address (SITE_URL), whatever Host the request named.
+    assert ("citation_abstract_html_url", f"{settings.SITE_URL}/papers/2409.01234/") in tags
     # In the head, where Scholar looks for them.
     assert page.index('name="citation_title"') < page.index("</head>")
 

@@ -204,6 +204,52 @@ def test_spellings_of_a_page_number_do_not_each_store_a_copy(client):
     assert len(page_entries()) <= stored, "each spelling of a page number stored its own copy"
 
 
+def test_spellings_of_an_author_page_number_do_not_each_store_a_copy(client):
+    """Found by a breaker: the author page stored ``?page=01``, ``?page=0001`` and every
+    number past its last page as copies of their own."""
+    paper = card_paper(topics=[TopicFactory()])
+    url = paper.authorships.first().author.get_absolute_url()
+    for canonical in ("", "?page=1"):
+        assert client.get(url + canonical).status_code == 200
+    stored = len(page_entries())
+    for value in ["01", "001", "0001", "000001", "2", "3", "999999"]:
+        assert client.get(url, {"page": value}).status_code == 200, value
+    assert len(page_entries()) <= stored, "each spelling of a page number stored its own copy"
+
+
+def test_a_shared_paper_page_names_the_sites_address_not_the_requests_host(client, settings):
+    """Found by a breaker: Host spellings share one copy, ports included, so the paper page's
+    absolute address (``citation_abstract_html_url``) is the site's (``SITE_URL``): a
+    client's ``Host: testserver:6666`` once reached every later reader."""
+    settings.SITE_URL = "https://papers.example.org"
+    paper = card_paper(topics=[TopicFactory()])
+    url = paper.get_absolute_url()
+    poisoned = client.get(url, HTTP_HOST="testserver:6666")
+    assert poisoned[CACHE_HEADER] == "miss"
+    victim = Client().get(url)
+    assert victim[CACHE_HEADER] == "hit"
+    assert "6666" not in body(victim)
+    assert f'content="https://papers.example.org{url}"' in body(victim)
+
+
+def test_the_early_path_leaves_long_query_strings_and_bad_csrf_cookies_to_the_stack(client):
+    """Found by a breaker: the early path parsed every anonymous query string (1,001
+    parameters: a 400 on pages that read none) and skipped the CSRF middleware's renewal of
+    a malformed cookie."""
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    pagecache.page_cache_invalidate()
+    assert client.get(url)[CACHE_HEADER] == "miss"
+    assert client.get(url)[CACHE_HEADER] == "hit"
+    many = "&".join(f"a{n}=1" for n in range(1001))
+    assert client.get("/robots.txt?" + many).status_code == 200
+    client.cookies["csrftoken"] = "short"
+    renewed = client.get(url)
+    assert renewed[CACHE_HEADER] == "hit" and "csrftoken" in renewed.cookies
+    assert hasattr(renewed.wsgi_request, "user")  # the whole stack answered
+
+
 def test_unknown_sort_names_do_not_each_store_a_copy_of_the_index(client):
     TopicFactory()
     for canonical in ("", "?sort=name", "?sort=size", "?sort=rising"):
