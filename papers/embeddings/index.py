@@ -91,13 +91,19 @@ RECONCILE_SLACK = timedelta(minutes=10)
 SAME_VECTOR_TOLERANCE = 2e-3
 
 
+_SAME_DATABASE_ENGINES = {"topicsite.postgresql": "django.db.backends.postgresql"}
+
+
 def index_path(model: str) -> Path:
     """The index file of ``model`` under ``settings.EMBEDDING_INDEX_DIR``: a readable slug of
     the model id and a short hash of it and of the database the vectors come from (its engine,
     host, port and name), so that two databases sharing one index folder (a demo and a test
     database on one checkout) never read or overwrite each other's file."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:80]
-    database = connection.settings_dict
+    database = dict(connection.settings_dict)
+    # The same database whichever backend module reads it: files named under Django's own
+    # PostgreSQL backend stay this database's under ours (topicsite.postgresql).
+    database["ENGINE"] = _SAME_DATABASE_ENGINES.get(database.get("ENGINE"), database.get("ENGINE"))
     source = "\0".join(
         [model, *(str(database.get(key) or "") for key in ("ENGINE", "HOST", "PORT", "NAME"))]
     )

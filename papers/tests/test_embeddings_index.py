@@ -268,3 +268,22 @@ def test_an_index_folder_that_cannot_be_read_falls_back_to_exact_search(
     settings.EMBEDDING_INDEX_DIR = blocker
     query = encoder.encode(["superconducting oxide films"])[0]
     assert nearest(query, 3)[0][0] == papers[1].pk
+
+
+def test_the_index_file_keeps_its_name_under_the_sites_postgresql_backend(monkeypatch):
+    """The settings moved from Django's PostgreSQL backend to ``topicsite.postgresql``; the
+    index files built before must keep their names (the same database), or every reader
+    would fall back to exact search (400 ms at 1M papers) until a rebuild."""
+    from django.db import connections
+
+    from papers.embeddings.index import index_path
+
+    connection = connections["default"]
+    settings_dict = dict(connection.settings_dict)
+    names = set()
+    for engine in ("django.db.backends.postgresql", "topicsite.postgresql"):
+        monkeypatch.setattr(connection, "settings_dict", {**settings_dict, "ENGINE": engine})
+        names.add(index_path("some-model").name)
+    assert len(names) == 1
+    monkeypatch.setattr(connection, "settings_dict", {**settings_dict, "NAME": "another"})
+    assert index_path("some-model").name not in names
