@@ -11,6 +11,7 @@ from django.template import engines
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
+from papers.author_selectors import COUNTED_PAPERS
 from papers.models import Author
 from topicsite.pagecache import cache_anonymous_page, page_cache_skip
 
@@ -54,6 +55,7 @@ def author_detail(request, pk: int, slug: str = ""):
     context = {
         "author": author,
         "data": data,
+        "counted_papers": COUNTED_PAPERS,
         # Rendered by an autoescaping Jinja2 template of ours.
         "cards_html": mark_safe(cards_html),  # noqa: S308
     }

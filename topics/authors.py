@@ -19,11 +19,12 @@ from papers.author_selectors import (
     AuthorCount,
     author_affiliations,
     author_coauthors,
+    author_counted_paper_ids,
     author_paper_count,
     author_paper_ids,
     author_papers_per_day,
 )
-from papers.models import Author, Authorship, Paper
+from papers.models import Author, Paper
 
 from .cards import TopicCardPage, paper_cards, url_maker
 from .models import Assignment
@@ -126,15 +127,16 @@ def author_page_number(raw: str | None, *, paper_count: int, per_page: int) -> i
 
 
 def author_topics(*, author: Author, limit: int = AUTHOR_SHOWN) -> list[AuthorTopic]:
-    """The active topics with accepted assignments of ``author``'s papers (those that count),
+    """The active topics with accepted assignments of ``author``'s papers (those that count;
+    their ``COUNTED_PAPERS`` newest, ``papers.author_selectors.author_counted_paper_ids``),
     most of the author's papers first, then by name; at most ``limit``. One query."""
     rows = (
-        # Assignments know whether their paper counts (paper_live): the author's paper ids
-        # come from their authorships alone, with no look-up in the papers table.
+        # Assignments know whether their paper counts (paper_live); the author's newest paper
+        # ids come from their authorships, read newest first.
         Assignment.objects.accepted_live()
         .filter(
             topic__active=True,
-            paper_id__in=Authorship.objects.filter(author=author).values("paper_id"),
+            paper_id__in=author_counted_paper_ids(author=author),
         )
         .values("topic_id", "topic__name", "topic__short_name", "topic__slug")
         .annotate(papers=Count("paper_id", distinct=True))

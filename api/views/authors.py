@@ -15,6 +15,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from papers.author_selectors import (
+    COUNTED_PAPERS,
     author_affiliations,
     author_coauthors,
     author_credits,
@@ -119,7 +120,8 @@ class AuthorDetailView(ReadView):
     @extend_schema(
         summary="An author",
         description="Name, paper count, affiliations, co-authors and topics (each at most "
-        f"{SHOWN}, on most papers first) and the site page's url. The id of a name merged "
+        f"{SHOWN}, on most papers first, counted on the author's newest {COUNTED_PAPERS} "
+        "papers) and the site page's url. The id of a name merged "
         "into another author answers that author (its `id` differs from the one asked).",
         parameters=[
             OpenApiParameter(
@@ -209,7 +211,7 @@ class AuthorPapersView(PaperListBase):
 @extend_schema(
     summary="An author's co-authors",
     description=f"At most {LISTED} authors sharing most papers with the author, most first, "
-    "then by name; `papers` counts the shared papers.",
+    f"then by name; `papers` counts the shared papers among the author's newest {COUNTED_PAPERS}.",
     parameters=[AUTHOR_ID_PARAMETER],
     responses={200: AuthorNameCountSerializer(many=True), 404: NO_AUTHOR},
 )
@@ -228,7 +230,8 @@ class AuthorCoauthorsView(ReadView):
 @extend_schema(
     summary="An author's topics",
     description=f"At most {LISTED} active topics the author's papers are accepted in, on most "
-    "of them first, then by name; `papers` counts the author's papers in each.",
+    "of them first, then by name; `papers` counts the author's papers in each, among their "
+    f"newest {COUNTED_PAPERS}.",
     parameters=[AUTHOR_ID_PARAMETER],
     responses={200: AuthorTopicSerializer(many=True), 404: NO_AUTHOR},
 )

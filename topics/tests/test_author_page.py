@@ -77,6 +77,38 @@ def test_page_shows_papers_coauthors_affiliations_topics_and_momentum(client, to
     assert "Follow this author" in page
 
 
+def test_topics_coauthors_and_affiliations_count_the_newest_papers_only(
+    client, topics, monkeypatch
+):
+    """Counted on the author's ``COUNTED_PAPERS`` newest papers (an author of thousands, or
+    a collaboration's member, costs no more than one of a thousand), and the page says so
+    when the author has more; the API counts the same."""
+    from papers import author_selectors
+    from topics import author_views
+
+    for module in (author_selectors, author_views):
+        monkeypatch.setattr(module, "COUNTED_PAPERS", 4)
+    author = AuthorFactory(name="Zoë Quantum")
+    fill(author, topics, papers=6)  # the four newest: n = 0, 1, 2, 3
+    response = client.get(author.get_absolute_url())
+    data = response.context["data"]
+    assert {c.name: c.papers for c in data.coauthors} == {"Alice Liddell": 4, "Bob Ross": 2}
+    assert {a.name: a.papers for a in data.affiliations} == {"MIT": 4, "Tsinghua": 2}
+    assert {t.name: t.papers for t in data.topics} == {"Agent Training": 4, "Vision": 2}
+    assert data.page.paper_count == 6
+    assert "counted on this author's newest 4 papers" in response.content.decode()
+    api = client.get(f"/api/v1/authors/{author.pk}/").json()
+    assert {c["name"]: c["papers"] for c in api["coauthors"]} == {
+        "Alice Liddell": 4,
+        "Bob Ross": 2,
+    }
+    assert api["paper_count"] == 6
+
+    few = AuthorFactory(name="Few Papers")
+    fill(few, topics, papers=3)
+    assert "counted on this author" not in client.get(few.get_absolute_url()).content.decode()
+
+
 def test_papers_are_newest_first_and_paged(client, topics):
     author = AuthorFactory(name="Prolific Person")
     fill(author, topics, papers=AUTHOR_PAPERS_PER_PAGE + 2)
