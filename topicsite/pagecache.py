@@ -44,8 +44,11 @@ they carry, for what is left of their lifetime in Redis: a hit asks Redis for th
 version alone and, while that is the copy's, serves the copy from memory. An 80 KB page then
 crosses no socket, and Redis spends a third of the CPU on the hit (``bench/README.md``), which
 matters where one Redis serves many web hosts. A change still shows at once in every process
-(the version is read on every request); without a version (Redis down or flushed) the memory
-is not used.
+(the version is read on every request); without a version (Redis down) the memory is not
+used, and after Redis lost its keys the next render starts a version again. An anonymous
+reader is served such a copy by :class:`PageCacheMiddleware`, before sessions, CSRF,
+authentication and URL resolution run: a cached page then costs about what Django's bare
+request cycle costs (``bench/README.md``).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.http import HttpResponse
 from django.http.request import split_domain_port
+from django.middleware.csrf import InvalidTokenFormat, _check_token_format
 from django.utils.cache import patch_cache_control, patch_vary_headers, quote_etag
 
 from .holes import holes_fill, holes_fill_tagged, holes_share
@@ -396,8 +400,6 @@ _MAX_EARLY_PARAMETERS = 4
 def _csrf_cookie_well_formed(request) -> bool:
     """Whether ``request`` has no CSRF cookie or one of the shape Django makes (a malformed
     one is replaced by ``CsrfViewMiddleware`` on the way out, which the early path skips)."""
-    from django.middleware.csrf import InvalidTokenFormat, _check_token_format
-
     cookie = request.COOKIES.get(settings.CSRF_COOKIE_NAME)
     if cookie is None:
         return True
