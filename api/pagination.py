@@ -168,7 +168,8 @@ class PaperCursorPagination(pagination.CursorPagination):
         if cursor is None or cursor.position is None:
             return None
         submitted, paper_id = cursor.position
-        return dt.date.fromisoformat(submitted), int(paper_id)
+        # parse_date, as the cursor's check (_valid_position) read it: it also takes 2024-1-1.
+        return parse_date(submitted), int(paper_id)
 
     def newest_after(self, request) -> Q:
         """For the newest-first order: the condition of the papers after the request's cursor

@@ -149,3 +149,30 @@ def test_a_previous_page_emptied_since_links_forward_to_the_first_page(reader, c
 
     assert emptied["results"] == [] and emptied["previous"] is None
     assert ids(reader.get(emptied["next"])) == kept
+
+
+def test_an_unpadded_date_in_a_cursor_is_read_as_the_check_read_it(api_client):
+    """Found by a breaker: the cursor's check took ``2024-1-1`` (``parse_date``) where the
+    newest-first walks (``author=``, an author's papers, a topic's papers) read it with
+    ``date.fromisoformat``: a 500. Both read it alike now: the papers after that position."""
+    from papers.tests.factories import AuthorFactory, AuthorshipFactory, PaperFactory
+
+    author = AuthorFactory(name="Walker")
+    topic = TopicFactory(slug="walked")
+    for day in (dt.date(2023, 12, 31), dt.date(2024, 1, 1)):
+        paper = PaperFactory(submitted=day)
+        AuthorshipFactory(paper=paper, author=author)
+        Assignment.objects.create(paper=paper, topic=topic, state="accepted", source="rule")
+    # After (2024-01-01, a larger id than any): that day's paper, then the older one.
+    expected = list(
+        Paper.objects.order_by("-submitted", "-id").values_list("arxiv_id", flat=True)
+    )
+    cursor = base64.b64encode(b"p=2024-1-1&p=999999999").decode()
+    for url in (
+        "/api/v1/papers/?author=Walker",
+        f"/api/v1/authors/{author.pk}/papers/",
+        "/api/v1/topics/walked/papers/",
+    ):
+        response = api_client.get(url, {"cursor": cursor})
+        assert response.status_code == 200, (url, response.content)
+        assert ids(response) == expected, url

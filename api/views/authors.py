@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from django.db import connection
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -199,8 +200,8 @@ class AuthorPapersView(PaperListBase):
         return paper_rows().filter(id__in=ids)
 
     def list_meta(self, filtered) -> dict:
-        if not self._unfiltered():
-            return super().list_meta(filtered)
+        if not self._unfiltered() or connection.vendor != "postgresql":
+            return super().list_meta(filtered)  # SQLite: always exact (api.facets)
         capped = author_paper_count_capped(author=self.author, cap=EXACT_COUNT_LIMIT + 1)
         if capped <= EXACT_COUNT_LIMIT:
             return {"count": capped, "count_exact": True}

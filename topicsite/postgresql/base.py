@@ -8,7 +8,8 @@ closed (a restart, ``pg_terminate_backend``, an idle timeout) has its last messa
 of stream waiting on the socket, so the socket reads as ready; a healthy idle connection has
 nothing to read. :meth:`DatabaseWrapper.is_usable` therefore polls the socket without waiting
 and sends Django's ``SELECT 1`` only when there is something to read or an error or hang-up
-flagged, and psycopg's own ``closed``/``broken`` flags come first. A connection that died
+flagged, or when the connection was left inside a transaction (a failed one must be
+dropped, as Django's check drops it); psycopg's own ``closed``/``broken`` flags come first. A connection that died
 without a word (a host gone, a network cut) passes, as it does Django's check until a timeout:
 the request's first query then fails, and Django closes the connection at the end of that
 request (``close_if_unusable_or_obsolete``).
@@ -23,6 +24,7 @@ from __future__ import annotations
 import select
 
 from django.db.backends.postgresql.base import DatabaseWrapper as PostgreSQLDatabaseWrapper
+from psycopg.pq import TransactionStatus
 
 __all__ = ["DatabaseWrapper"]
 
@@ -32,11 +34,15 @@ class DatabaseWrapper(PostgreSQLDatabaseWrapper):
 
     def is_usable(self) -> bool:
         """Whether the kept connection can serve this request: ``False`` when psycopg knows it
-        closed or broken; ``True`` when its socket has nothing to read and no error flagged;
-        else Django's ``SELECT 1`` decides."""
+        closed or broken; ``True`` when it is outside a transaction and its socket has nothing
+        to read and no error flagged; else Django's ``SELECT 1`` decides."""
         connection = self.connection
         if connection is None or connection.closed or connection.broken:
             return False
+        if connection.info.transaction_status != TransactionStatus.IDLE:
+            # Left in a transaction (a failed one, say, by raw BEGIN outside atomic()): the
+            # server decides, as with Django's check.
+            return super().is_usable()
         try:
             quiet = not _socket_has_news(connection.fileno())
         except (OSError, ValueError):

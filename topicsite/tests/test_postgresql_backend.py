@@ -64,3 +64,21 @@ def test_a_connection_the_server_ended_fails_and_is_replaced(kept):
 def test_a_closed_connection_fails_without_touching_the_socket(kept):
     kept.connection.close()
     assert kept.is_usable() is False
+
+
+def test_a_connection_left_in_a_failed_transaction_is_dropped(kept):
+    """Found by a breaker: a request that left its connection in a failed transaction (a raw
+    ``BEGIN`` outside ``atomic()``) made the next request fail, where Django's ``SELECT 1``
+    check drops it: inside a transaction the server decides."""
+    raw = kept.connection
+    raw.execute("BEGIN")
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        raw.execute("SELECT 1/0")
+    # The end of that request (errors occurred), then the start of the next one.
+    kept.errors_occurred, kept.health_check_enabled, kept.close_at = True, True, None
+    kept.close_if_unusable_or_obsolete()
+    kept.health_check_done = False
+    kept.close_if_health_check_failed()
+    with kept.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
