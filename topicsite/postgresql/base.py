@@ -8,11 +8,11 @@ closed (a restart, ``pg_terminate_backend``, an idle timeout) has its last messa
 of stream waiting on the socket, so the socket reads as ready; a healthy idle connection has
 nothing to read. :meth:`DatabaseWrapper.is_usable` therefore polls the socket without waiting
 and sends Django's ``SELECT 1`` only when there is something to read or an error or hang-up
-flagged, or when the connection was left inside a transaction (a failed one must be
-dropped, as Django's check drops it); psycopg's own ``closed``/``broken`` flags come first. A connection that died
-without a word (a host gone, a network cut) passes, as it does Django's check until a timeout:
-the request's first query then fails, and Django closes the connection at the end of that
-request (``close_if_unusable_or_obsolete``).
+flagged, or when the connection was left inside a transaction (a failed one must be dropped,
+as Django's check drops it); psycopg's own ``closed``/``broken`` flags come first. A
+connection that died without a word (a host gone, a network cut) passes, as it does Django's
+check until a timeout: the request's first query then fails, and Django closes the
+connection at the end of that request (``close_if_unusable_or_obsolete``).
 
 The drill ``drills/restart_postgres.py`` restarts the server under load and checks that
 requests recover, and ``topicsite/tests/test_postgresql_backend.py`` kills a connection's
