@@ -164,9 +164,7 @@ def test_an_unpadded_date_in_a_cursor_is_read_as_the_check_read_it(api_client):
         AuthorshipFactory(paper=paper, author=author)
         Assignment.objects.create(paper=paper, topic=topic, state="accepted", source="rule")
     # After (2024-01-01, a larger id than any): that day's paper, then the older one.
-    expected = list(
-        Paper.objects.order_by("-submitted", "-id").values_list("arxiv_id", flat=True)
-    )
+    expected = list(Paper.objects.order_by("-submitted", "-id").values_list("arxiv_id", flat=True))
     cursor = base64.b64encode(b"p=2024-1-1&p=999999999").decode()
     for url in (
         "/api/v1/papers/?author=Walker",
