@@ -176,21 +176,8 @@ class AuthorPapersView(PaperListBase):
         paper_ids = author_papers(author=self.author).order_by().values("id")
         return paper_rows().filter(id__in=paper_ids)
 
-    def _unfiltered(self) -> bool:
-        params = self.request.query_params
-        return not any(params.get(name) for name in self.filterset_class.base_filters)
-
-    def _walked(self) -> bool:
-        """Whether the page can come from the author's newest-first walk: no filter, newest
-        first, forwards."""
-        return (
-            self._unfiltered()
-            and self.request.query_params.get("ordering", "-submitted") == "-submitted"
-            and not getattr(self.paginator.decode_cursor(self.request), "reverse", False)
-        )
-
     def page_queryset(self, filtered):
-        if not self._walked():
+        if not (self._unfiltered() and self._newest_first_forwards()):
             return filtered
         ids = author_newest_live_paper_ids(
             author=self.author,

@@ -125,6 +125,18 @@ class PaperListBase(ReadView, generics.ListAPIView):
 
         return list_count(self.count_queryset(filtered, "count"), estimate=estimate)
 
+    def _unfiltered(self) -> bool:
+        """Whether the request filters by nothing (any order)."""
+        params = self.request.query_params
+        return not any(params.get(name) for name in PaperFilter.base_filters)
+
+    def _newest_first_forwards(self) -> bool:
+        """Whether the request pages newest first (``ordering`` left at ``-submitted``) and
+        forwards (no ``previous`` cursor): the order the newest-first index walks give."""
+        if self.request.query_params.get("ordering", "-submitted") != "-submitted":
+            return False
+        return not getattr(self.paginator.decode_cursor(self.request), "reverse", False)
+
     def _q_tree(self):
         """The request's ``q`` parsed (``topics.tagging.rules.parse_query``; the filter has
         refused one that does not parse), or None without one."""
@@ -191,12 +203,7 @@ class PaperListView(PaperListBase):
             found = None
             name = self._name_filter()
             # The ordering first: a cursor is read in the ordering it was made for.
-            if (
-                name is not None
-                and name[0] == "author"
-                and self.request.query_params.get("ordering", "-submitted") == "-submitted"
-                and not getattr(self.paginator.decode_cursor(self.request), "reverse", False)
-            ):
+            if name is not None and name[0] == "author" and self._newest_first_forwards():
                 ids = author_ids_matching(name[1], limit=AUTHOR_WALK_MAX + 1)
                 found = ids if len(ids) <= AUTHOR_WALK_MAX else None
             self._walked_authors_found = found
@@ -229,12 +236,7 @@ class PaperListView(PaperListBase):
         read every match of words that go together (``black hole``: 30,000 at 1M papers,
         138 ms) to keep a page."""
         tree = self._q_tree()
-        if (
-            tree is None
-            or connection.vendor != "postgresql"
-            or self.request.query_params.get("ordering", "-submitted") != "-submitted"
-            or getattr(self.paginator.decode_cursor(self.request), "reverse", False)
-        ):
+        if tree is None or connection.vendor != "postgresql" or not self._newest_first_forwards():
             return filtered
         limit = self.paginator.get_page_size(self.request) + 1
         recent = newest_matches_range(filtered, limit, tree, self._words_together())

@@ -184,18 +184,7 @@ class TopicPapersView(TopicMixin, PaperListBase):
         """Whether this request pages the topic's papers newest first, unfiltered, forwards:
         then the page comes from the topics' newest-first index walks and the count from the
         stored topic count, neither reading every paper of the topic."""
-        if not self._unfiltered():
-            return False
-        params = self.request.query_params
-        if params.get("ordering", "-submitted") != "-submitted":
-            return False
-        cursor = self.paginator.decode_cursor(self.request)
-        return cursor is None or not cursor.reverse
-
-    def _unfiltered(self) -> bool:
-        """Whether the request lists every paper of the topic (no filter; any order)."""
-        params = self.request.query_params
-        return not any(params.get(name) for name in PaperFilter.base_filters)
+        return self._unfiltered() and self._newest_first_forwards()
 
     def page_queryset(self, filtered):
         """Newest first, unfiltered, forwards: the page and the paper after it, found by
