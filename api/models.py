@@ -62,18 +62,21 @@ class FacetCount(models.Model):
     """How many papers fall in one group of a whole-corpus facet (``api.facet_counts``).
 
     ``facet`` is one of :class:`Facet`; ``key`` the group as an integer: a category's, topic's
-    or author's primary key, the submitted date as days since 1970-01-01, or 0/1 for
-    withdrawn. ``count`` is the number of distinct papers in the group, every paper counted
-    (withdrawn and deleted too, as the unfiltered paper list shows them). Never written by
-    Python: PostgreSQL triggers on papers, assignments and authorships append
-    :class:`FacetCountDelta` rows in the writing transaction, and
-    ``api.facet_counts.facet_counts_fold`` adds them in here. A group whose count falls to 0
-    is deleted.
+    or author's primary key, the submitted date (or the first day of its year, month or
+    Monday week) as days since 1970-01-01, or 0/1 for withdrawn. ``count`` is the number of
+    distinct papers in the group, every paper counted (withdrawn and deleted too, as the
+    unfiltered paper list shows them). Never written by Python: PostgreSQL triggers on
+    papers, assignments and authorships append :class:`FacetCountDelta` rows in the writing
+    transaction (days, not periods), and ``api.facet_counts.facet_counts_fold`` adds them in
+    here, each day's to its periods too. A group whose count falls to 0 is deleted.
     """
 
     class Facet(models.TextChoices):
         PRIMARY_CATEGORY = "primary_category"
         SUBMITTED_DAY = "submitted_day"
+        SUBMITTED_YEAR = "submitted_year"
+        SUBMITTED_MONTH = "submitted_month"
+        SUBMITTED_WEEK = "submitted_week"
         WITHDRAWN = "withdrawn"
         TOPIC = "topic"
         AUTHOR = "author"
