@@ -106,7 +106,14 @@ def test_the_choice_follows_the_estimates_and_the_purpose(monkeypatch, db):
         wanted(1, 1, "export")
 
 
-def test_a_count_above_the_cap_is_estimated_from_the_union(client, papers, monkeypatch):
+# A category list that also filters by withdrawn is read through the ORM's two forms; one
+# filtered by the category alone (or with dates) on PostgreSQL walks the categories' index
+# ranges (api/tests/test_papers_category_walk.py).
+GENERAL = "category=cs.CL&withdrawn=false"
+
+
+@pytest.mark.parametrize("query", [GENERAL, "category=cs.CL"])
+def test_a_count_above_the_cap_is_estimated_from_the_union(client, papers, monkeypatch, query):
     """PostgreSQL estimates ``primary IN (…) OR id IN (cross-listed)`` at half of all papers
     whatever the category (math.PR's 28,262 papers at 1M: 510,262), the union from its
     per-category statistics (28,143): above the exact cap the estimate is the union's even
@@ -118,21 +125,22 @@ def test_a_count_above_the_cap_is_estimated_from_the_union(client, papers, monke
         filters, "CATEGORY_UNION_FACTOR", {"page": 0.0, "count": 0.0, **{"estimate": float("inf")}}
     )
     with CaptureQueriesContext(connection) as queries:
-        _ids, count, exact, _groups = answer(client, "/api/v1/papers/?category=cs.CL")
+        _ids, count, exact, _groups = answer(client, f"/api/v1/papers/?{query}")
     assert exact is False and count >= 3
     explains = [q["sql"] for q in queries if q["sql"].startswith("EXPLAIN")]
     # The last EXPLAIN is the estimate: of the whole filtered list, in the union form.
     assert "UNION ALL" in explains[-1] and " OR " not in explains[-1]
-    counted = [q["sql"] for q in queries if q["sql"].startswith("SELECT COUNT(*)")]
-    assert len(counted) == 1 and "UNION ALL" not in counted[0]
-    # The rows' category code is a subquery: the count joins no category per paper.
-    assert "papers_category" not in counted[0]
+    if query == GENERAL or connection.vendor != "postgresql":
+        counted = [q["sql"] for q in queries if q["sql"].startswith("SELECT COUNT(*)")]
+        assert len(counted) == 1 and "UNION ALL" not in counted[0]
+        # The rows' category code is a subquery: the count joins no category per paper.
+        assert "papers_category" not in counted[0]
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL plan")
 def test_the_cross_listed_half_reads_the_index_alone(papers):
-    """papers 0017: cross-lists indexed by (category, paper), so the union's cross-listed half
-    never fetches a row to learn its paper."""
+    """papers 0017, then 0018: cross-lists indexed by (category, submitted, paper), so the
+    union's cross-listed half never fetches a row to learn its paper."""
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("SET LOCAL enable_bitmapscan = off")
@@ -141,7 +149,7 @@ def test_the_cross_listed_half_reads_the_index_alone(papers):
             [papers[0].primary_category_id],
         )
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "Index Only Scan using paper_cross_list_category_paper_idx" in plan, plan
+    assert "Index Only Scan using cross_list_category_newest_idx" in plan, plan
 
 
 def test_a_list_asks_for_its_page_and_its_count_separately(client, papers, monkeypatch):
@@ -154,7 +162,7 @@ def test_a_list_asks_for_its_page_and_its_count_separately(client, papers, monke
 
     monkeypatch.setattr(filters, "category_union_wanted", spy)
     with CaptureQueriesContext(connection) as queries:
-        answer(client, "/api/v1/papers/?category=cs.CL")
+        answer(client, f"/api/v1/papers/?{GENERAL}")
     assert asked == ["page", "count"]
     # The estimates are asked once for both (two EXPLAINs; the list's count adds its own).
     explains = [q["sql"] for q in queries if q["sql"].startswith("EXPLAIN")]

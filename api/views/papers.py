@@ -3,6 +3,8 @@ page, its similar papers, and one paper as BibTeX. Thin views over ``api.selecto
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.db import connection
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
@@ -17,13 +19,14 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from papers.author_selectors import authors_newest_paper_ids
+from papers.category_selectors import category_newest_paper_ids, category_paper_count_capped
 from papers.embeddings.similar import SIMILAR_COUNT, similar_ranked
 from papers.models import Authorship, Paper
 from topics.search import newest_matches_range, words_together_factor
 from topics.tagging.rules import parse_query
 from topicsite.planner import planner_rows, planner_table_rows
 
-from .. import exports
+from .. import exports, facets
 from ..facets import (
     GROUP_BY_DESCRIPTION,
     GROUP_BY_KEYS,
@@ -114,16 +117,19 @@ class PaperListBase(ReadView, generics.ListAPIView):
         the planner's estimate is raised for words of ``q`` that go together
         (``topics.search.words_together_factor``: ``black hole`` was estimated at 1,371 of
         its 30,558 papers), at most to every paper."""
+        return list_count(
+            self.count_queryset(filtered, "count"), estimate=lambda: self.estimate(filtered)
+        )
 
-        def estimate() -> float:
-            papers = self.count_queryset(filtered, "estimate").order_by().values("id")
-            estimated = planner_rows(papers)
-            if self._q_tree() is not None and connection.vendor == "postgresql":
-                estimated *= self._words_together()
-                estimated = min(estimated, planner_table_rows(Paper, using=papers.db))
-            return estimated
-
-        return list_count(self.count_queryset(filtered, "count"), estimate=estimate)
+    def estimate(self, filtered) -> float:
+        """The planner's estimate of how many papers ``filtered`` holds, in the form it
+        estimates best (:meth:`list_meta`)."""
+        papers = self.count_queryset(filtered, "estimate").order_by().values("id")
+        estimated = planner_rows(papers)
+        if self._q_tree() is not None and connection.vendor == "postgresql":
+            estimated *= self._words_together()
+            estimated = min(estimated, planner_table_rows(Paper, using=papers.db))
+        return estimated
 
     def _unfiltered(self) -> bool:
         """Whether the request filters by nothing (any order)."""
@@ -165,6 +171,32 @@ class PaperListBase(ReadView, generics.ListAPIView):
         if not filterset.is_valid():  # the page's filtering already answered a 400
             return filtered
         return filterset.qs
+
+
+# The filters a category list may carry and still be walked (PaperListView._walked_categories).
+CATEGORY_WALK_DATES = ("submitted", "submitted_after", "submitted_before")
+
+
+def _submitted_range(cleaned: dict) -> tuple[dt.date | None, dt.date | None]:
+    """``(since, until)``, both inclusive, of the cleaned submitted filters in ``cleaned``
+    (``api.filters.PaperFilter``'s: ``submitted`` as ``(operator, first, last)``,
+    ``submitted_after`` and ``submitted_before`` as dates); None where unbounded. Raises
+    ``OverflowError`` for ``>9999-12-31`` or ``<0001-01-01``."""
+    since, until = cleaned.get("submitted_after"), cleaned.get("submitted_before")
+    submitted = cleaned.get("submitted")
+    bounds_since, bounds_until = [since], [until]
+    if submitted is not None:
+        operator, first, last = submitted
+        if operator == ">":
+            bounds_since.append(last + dt.timedelta(days=1))
+        elif operator == "<":
+            bounds_until.append(first - dt.timedelta(days=1))
+        else:
+            bounds_since.append(first)
+            bounds_until.append(last)
+    since = max((day for day in bounds_since if day is not None), default=None)
+    until = min((day for day in bounds_until if day is not None), default=None)
+    return since, until
 
 
 @extend_schema_view(
@@ -209,12 +241,54 @@ class PaperListView(PaperListBase):
             self._walked_authors_found = found
         return self._walked_authors_found
 
+    def _walked_categories(self) -> dict | None:
+        """``{"category_ids", "since", "until"}`` (``papers.category_selectors``' arguments)
+        when the request filters by ``category`` without ``!`` and otherwise by submitted
+        dates only (``submitted``, ``submitted_after``, ``submitted_before``), on
+        PostgreSQL; else None (also for a date range past the calendar's ends, which the
+        ORM's filters answer). The values were already checked by the filter backend."""
+        if not hasattr(self, "_walked_categories_found"):
+            self._walked_categories_found = None
+            params = self.request.query_params
+            used = {name for name in PaperFilter.base_filters if params.get(name)}
+            if (
+                connection.vendor == "postgresql"
+                and "category" in used
+                and used <= {"category", *CATEGORY_WALK_DATES}
+            ):
+                cleaned = {
+                    name: PaperFilter.base_filters[name].field.clean(params[name]) for name in used
+                }
+                if not cleaned["category"].negated:
+                    try:
+                        since, until = _submitted_range(cleaned)
+                    except OverflowError:
+                        pass
+                    else:
+                        self._walked_categories_found = {
+                            "category_ids": [c.pk for c in cleaned["category"].values],
+                            "since": since,
+                            "until": until,
+                        }
+        return self._walked_categories_found
+
     def page_queryset(self, filtered):
         """``author=`` alone, newest first, forwards, few matching authors: the page and the
         paper after it from ``papers.author_selectors.authors_newest_paper_ids`` after the
         cursor's position (one index range scan per author, ``page_size + 1`` rows each at
         most, instead of fetching every paper of the authors to sort them), then read by id.
-        ``q=`` newest first, forwards: see :meth:`_newest_matches`. Otherwise ``filtered``."""
+        ``category=`` (with submitted dates or alone) newest first, forwards: the same from
+        ``papers.category_selectors.category_newest_paper_ids`` (two index range scans per
+        category). ``q=`` newest first, forwards: see :meth:`_newest_matches`. Otherwise
+        ``filtered``."""
+        categories = self._walked_categories()
+        if categories is not None and self._newest_first_forwards():
+            ids = category_newest_paper_ids(
+                **categories,
+                limit=self.paginator.get_page_size(self.request) + 1,
+                before=self.paginator.newest_before(self.request),
+            )
+            return paper_rows().filter(id__in=ids)
         author_ids = self._walked_authors()
         if author_ids is None:
             return self._newest_matches(filtered)
@@ -265,7 +339,18 @@ class PaperListView(PaperListBase):
 
     def list_meta(self, filtered) -> dict:
         """A name filter alone: counted from its authorships or paper affiliations
-        (``api.facets.linked_count``); else the count of ``filtered``."""
+        (``api.facets.linked_count``). ``category=`` with submitted dates or alone: counted
+        from the categories' index ranges (``papers.category_selectors``), up to the exact
+        limit; above it the planner's estimate (:meth:`estimate`). Else the count of
+        ``filtered``."""
+        categories = self._walked_categories()
+        if categories is not None:
+            limit = facets.EXACT_COUNT_LIMIT
+            capped = category_paper_count_capped(**categories, cap=limit + 1)
+            if capped <= limit:
+                return {"count": capped, "count_exact": True}
+            estimated = round(self.estimate(filtered))
+            return {"count": max(estimated, limit + 1), "count_exact": False}
         name = self._name_filter()
         if name is None:
             return super().list_meta(filtered)
