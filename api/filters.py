@@ -46,7 +46,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
-from papers.models import Author, Authorship, Category, Paper, PaperAffiliation
+from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category
 from topics.index import topic_index
 from topics.models import Assignment, Topic
@@ -62,7 +62,7 @@ __all__ = [
     "PaperOrderingFilter",
     "SearchFilter",
     "TopicFilter",
-    "author_ids_matching",
+    "name_ids_matching",
     "name_links",
 ]
 
@@ -366,12 +366,19 @@ def name_links(name: str, value: Alternatives) -> QuerySet:
     return links.objects.filter(_names_q(value, field))
 
 
-def author_ids_matching(value: Alternatives, *, limit: int) -> list[int]:
-    """Ids of at most ``limit`` authors (merged variants included: they hold no authorships)
-    whose name holds any of ``value``'s texts, as ``author=`` matches them (``!`` ignored).
-    One query (the trigram index of papers 0005 serves it)."""
+# The named rows of each text filter on names.
+NAMED = {"author": Author, "affiliation": Affiliation}
+
+
+def name_ids_matching(name: str, value: Alternatives, *, limit: int) -> list[int]:
+    """Ids of at most ``limit`` rows of the text filter ``name`` (a key of
+    :data:`NAME_FILTERS`): authors for ``author`` (merged variants included: they hold no
+    authorships), affiliations for ``affiliation``, whose name holds any of ``value``'s
+    texts, as the filter matches them (``!`` ignored). One query (for authors the trigram
+    index of papers 0005 serves it)."""
     return list(
-        Author.objects.filter(_names_q(value, "name"))
+        NAMED[name]
+        .objects.filter(_names_q(value, "name"))
         .order_by()
         .values_list("pk", flat=True)[:limit]
     )
@@ -461,6 +468,24 @@ class PaperFilter(django_filters.FilterSet):
             form_class = super().get_form_class()
             type(self)._form_class = form_class
         return form_class
+
+    @property
+    def form(self):
+        """The bound form, shared by every filterset of this class over the same data in one
+        request (a list's page, count and estimate filtersets, ``api.views.papers``): its
+        values are cleaned once, and cleaning a category code or a topic slug is a query."""
+        if not hasattr(self, "_form"):
+            shared = None
+            if self.request is not None and self.is_bound:
+                shared = self.request.__dict__.setdefault("_paper_filter_forms", {})
+                found = shared.get(type(self))
+                if found is not None and found.data is self.data:
+                    self._form = found
+                    return found
+            form = super().form
+            if shared is not None:
+                shared[type(self)] = form
+        return self._form
 
     # The hints say what the query parameter is (for the schema); the field has already
     # cleaned it to Alternatives of Topics / Categories / texts, or a bool.

@@ -1,8 +1,9 @@
 """Reads for an author's page that need nothing but papers: the author's papers (those that
 count: neither withdrawn nor deleted), co-authors and affiliations with counts, and papers per
-submitted day; and the newest papers of a set of authors (the API's ``author=`` list). No
-side effects; each function runs one query whatever the number of papers. (The topics of an
-author's papers are read in ``topics.authors``: papers knows no topics.)
+submitted day; and the newest papers of a set of authors or affiliations (the API's
+``author=`` and ``affiliation=`` lists). No side effects; each function runs one query
+whatever the number of papers. (The topics of an author's papers are read in
+``topics.authors``: papers knows no topics.)
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from dataclasses import dataclass
 from django.db import connection
 from django.db.models import Case, Count, IntegerField, Q, QuerySet, Value, When
 
-from .models import Author, Authorship, Paper
+from .models import Author, Authorship, Paper, PaperAffiliation
 from .querysets import live_through
 
 __all__ = [
     "COUNTED_PAPERS",
     "AuthorCount",
+    "affiliations_newest_paper_ids",
     "author_counted_paper_ids",
     "author_affiliations",
     "author_coauthors",
@@ -223,18 +225,57 @@ def authors_paper_counts(*, author_ids: list[int]) -> dict[int, int]:
     return dict(rows)
 
 
-# The newest papers of each author of a set, merged: one range scan per author on
-# authorship_author_newest_idx (author, submitted desc, paper desc), read from the index
-# alone and cut at the rows the page can need. DISTINCT per author: a curator's merge can
-# leave one author on a paper twice, and a repeated row must not take a place of the page. A
-# paper of two authors of the set counts once (GROUP BY).
-_AUTHOR_NEWEST_ROWS = (
-    "SELECT DISTINCT submitted, paper_id FROM {authorship} WHERE author_id = {author}{before}"
+# The newest papers of each author (or affiliation) of a set, merged: one range scan per
+# author on authorship_author_newest_idx (author, submitted desc, paper desc), or per
+# affiliation on paper_affil_affil_newest_idx, read from the index alone and cut at the rows
+# the page can need. DISTINCT per name: a curator's merge can leave one author on a paper
+# twice, and a repeated row must not take a place of the page. A paper of two names of the
+# set counts once (GROUP BY).
+_NEWEST_ROWS = (
+    "SELECT DISTINCT submitted, paper_id FROM {links} WHERE {column} = {named}{before}"
     " ORDER BY submitted DESC, paper_id DESC LIMIT %s"
 )
 # Rows strictly after a keyset position (submitted, paper id) in the newest-first order, the
 # date first so that it bounds the index range scan (as api.pagination's cursors do).
-_AUTHOR_BEFORE = " AND submitted <= %s AND (submitted < %s OR paper_id < %s)"
+_NEWEST_BEFORE = " AND submitted <= %s AND (submitted < %s OR paper_id < %s)"
+
+
+def _links_newest_paper_ids(
+    links, column: str, ids: list[int], limit: int, before: tuple[dt.date, int] | None
+) -> list[int]:
+    """:func:`authors_newest_paper_ids` over the link model ``links`` (rows of ``column``,
+    ``paper_id`` and the paper's ``submitted``) for the names ``ids``."""
+    if limit < 0:
+        raise ValueError(f"limit must not be negative (got {limit})")
+    if not limit or not ids:
+        return []
+    table = connection.ops.quote_name(links._meta.db_table)
+    before_sql = "" if before is None else _NEWEST_BEFORE
+    before_params = [] if before is None else [before[0], before[0], before[1]]
+
+    def rows(named: str) -> str:
+        return _NEWEST_ROWS.format(links=table, column=column, named=named, before=before_sql)
+
+    if connection.vendor == "postgresql":
+        # The names as an array, each joined to its newest rows (LATERAL).
+        merged = (
+            "SELECT newest.submitted, newest.paper_id FROM unnest(%s::bigint[]) named (id),"
+            f" LATERAL ({rows('named.id')}) newest"
+        )
+        params = [list(ids), *before_params, limit]
+    else:
+        merged = " UNION ALL ".join(
+            f"SELECT submitted, paper_id FROM ({rows('%s')}) b{n}" for n in range(len(ids))
+        )
+        params = [param for one in ids for param in (one, *before_params, limit)]
+    sql = (
+        # No column list on the derived table: SQLite has none; every branch names its columns.
+        f"SELECT paper_id FROM ({merged}) newest"
+        " GROUP BY submitted, paper_id ORDER BY submitted DESC, paper_id DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, limit])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def authors_newest_paper_ids(
@@ -247,34 +288,15 @@ def authors_newest_paper_ids(
     grows with ``len(author_ids) * limit``, not with the authors' numbers of papers: keep
     ``author_ids`` short (on SQLite at most a few hundred: one ``UNION ALL`` branch each).
     Raises ``ValueError`` for a negative ``limit``."""
-    if limit < 0:
-        raise ValueError(f"limit must not be negative (got {limit})")
-    if not limit or not author_ids:
-        return []
-    authorship = connection.ops.quote_name(Authorship._meta.db_table)
-    before_sql = "" if before is None else _AUTHOR_BEFORE
-    before_params = [] if before is None else [before[0], before[0], before[1]]
+    return _links_newest_paper_ids(Authorship, "author_id", author_ids, limit, before)
 
-    def rows(author: str) -> str:
-        return _AUTHOR_NEWEST_ROWS.format(authorship=authorship, author=author, before=before_sql)
 
-    if connection.vendor == "postgresql":
-        # The authors as an array, each joined to its newest rows (LATERAL).
-        merged = (
-            "SELECT newest.submitted, newest.paper_id FROM unnest(%s::bigint[]) named (id),"
-            f" LATERAL ({rows('named.id')}) newest"
-        )
-        params = [list(author_ids), *before_params, limit]
-    else:
-        merged = " UNION ALL ".join(
-            f"SELECT submitted, paper_id FROM ({rows('%s')}) b{n}" for n in range(len(author_ids))
-        )
-        params = [param for author_id in author_ids for param in (author_id, *before_params, limit)]
-    sql = (
-        # No column list on the derived table: SQLite has none; every branch names its columns.
-        f"SELECT paper_id FROM ({merged}) newest"
-        " GROUP BY submitted, paper_id ORDER BY submitted DESC, paper_id DESC LIMIT %s"
+def affiliations_newest_paper_ids(
+    *, affiliation_ids: list[int], limit: int, before: tuple[dt.date, int] | None = None
+) -> list[int]:
+    """:func:`authors_newest_paper_ids` for the papers listing any affiliation of
+    ``affiliation_ids`` (their paper affiliations, papers 0019): the same order, keyset and
+    cost, ``ValueError`` for a negative ``limit``."""
+    return _links_newest_paper_ids(
+        PaperAffiliation, "affiliation_id", affiliation_ids, limit, before
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, limit])
-        return [row[0] for row in cursor.fetchall()]

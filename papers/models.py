@@ -353,16 +353,24 @@ class PaperAffiliation(models.Model):
     paper = models.ForeignKey(
         Paper, on_delete=models.CASCADE, related_name="paper_affiliations", db_index=False
     )
-    # Indexed with the paper (Meta): counting an affiliation's papers reads the index alone.
+    # Indexed with the date and the paper (Meta).
     affiliation = models.ForeignKey(
         Affiliation, on_delete=models.PROTECT, related_name="+", db_index=False
     )
     position = models.PositiveIntegerField()
+    # The paper's submitted date, kept by database triggers (papers migration 0019) whoever
+    # writes the row, as Authorship.submitted is (0015): an affiliation's papers newest first
+    # are a range of paper_affil_affil_newest_idx (the API's ``affiliation=`` list).
+    submitted = models.DateField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["paper", "position"]
         indexes = [
-            models.Index(fields=["affiliation", "paper"], name="paper_affil_affil_paper_idx")
+            # Counting an affiliation's papers reads this index alone, as the (affiliation,
+            # paper) index it replaced (0016) did.
+            models.Index(
+                fields=["affiliation", "-submitted", "-paper"], name="paper_affil_affil_newest_idx"
+            )
         ]
         constraints = [
             models.UniqueConstraint(

@@ -18,9 +18,9 @@ from django.utils import timezone
 from api import facets
 from api.tests.paging import walk
 from api.views import papers as paper_views
-from papers.author_selectors import authors_newest_paper_ids
+from papers.author_selectors import affiliations_newest_paper_ids, authors_newest_paper_ids
 from papers.author_services import authors_merge
-from papers.models import Author, Authorship, Paper, PaperAffiliation
+from papers.models import Affiliation, Author, Authorship, Paper, PaperAffiliation
 from papers.tests.factories import AuthorFactory
 from topics.tests.factories import UserFactory
 
@@ -264,3 +264,160 @@ def test_the_backfill_dates_every_authorship_in_batches(crowded_authors, monkeyp
     schema_editor = SimpleNamespace(connection=connection, execute=None)
     MIGRATION.backfill(None, schema_editor)
     assert_dates_follow_papers()
+
+
+AFFILIATION_MIGRATION = import_module("papers.migrations.0019_paper_affiliation_submitted")
+
+
+@pytest.fixture
+def crowded_affiliations(world):
+    """The world with 12 more papers on four dates listing affiliations: "University of
+    Leeds" and "Leeds Institute" (both match ``leeds``) on most, both on some (listed once),
+    "Lab of Nowhere" on others; one withdrawn and one deleted (both still listed)."""
+    category = world.first.primary_category
+    for n in range(12):
+        affiliations = [
+            ["University of Leeds"],
+            ["Leeds Institute", "Lab of Nowhere"],
+            ["Lab of Nowhere", "University of Leeds", "Leeds Institute"],
+            ["Lab of Nowhere"],
+        ][n % 4]
+        make_paper(
+            arxiv_id=f"2611.{n:05d}",
+            submitted=dt.date(2026, 11, 1 + n % 4),
+            primary_category=category,
+            affiliations=affiliations,
+            withdrawn=n == 5,
+            deleted_at=timezone.now() if n == 6 else None,
+        )
+    return world
+
+
+def affiliated(*texts: str, negated: bool = False) -> list[str]:
+    """Identifiers of the papers listing an affiliation whose name holds any of ``texts``
+    (none of them when ``negated``), newest first, computed without the API."""
+    matched = {
+        pa.paper_id
+        for pa in PaperAffiliation.objects.select_related("affiliation")
+        if any(text.lower() in pa.affiliation.name.lower() for text in texts)
+    }
+    papers = Paper.objects.order_by("-submitted", "-id")
+    return [p.identifier for p in papers if (p.pk in matched) != negated]
+
+
+@pytest.mark.parametrize("page_size", [1, 3, 25])
+@pytest.mark.parametrize(
+    ("value", "texts", "negated"),
+    [
+        ("leeds", ["leeds"], False),
+        ("INSTITUTE", ["institute"], False),
+        ("nowhere|leeds", ["nowhere", "leeds"], False),
+        ("!leeds", ["leeds"], True),
+        ("nothing", ["nothing"], False),
+    ],
+)
+def test_the_affiliation_filter_pages_as_the_general_path_does(
+    api_client, crowded_affiliations, page_size, value, texts, negated
+):
+    want = affiliated(*texts, negated=negated)
+    base = f"/api/v1/papers/?affiliation={value}&page_size={page_size}"
+    fast, fast_counts = walk(api_client, base)
+    general, general_counts = walk(api_client, f"{base}&{GENERAL}")
+    assert fast == general == want
+    assert fast_counts == general_counts == {len(want)}
+
+
+def test_the_affiliation_page_walks_its_index_and_reads_no_other_paper(
+    api_client, crowded_affiliations
+):
+    with CaptureQueriesContext(connection) as queries:
+        body = api_client.get("/api/v1/papers/?affiliation=leeds&page_size=2").json()
+    sql = [query["sql"] for query in queries.captured_queries]
+    # The matching affiliations, their walk, the page's rows by id, the count from the links.
+    assert len(sql) == 4, sql
+    assert '"papers_affiliation"' in sql[0] and "LIMIT 201" in sql[0]
+    assert "papers_paperaffiliation" in sql[1] and "paper_id" in sql[1]
+    assert '"papers_paper"."id" IN (' in sql[2]
+    assert sql[3].startswith("SELECT count(DISTINCT paper_id)") and '"papers_paper"' not in sql[3]
+    assert body["meta"] == {"count": len(affiliated("leeds")), "count_exact": True}
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute("SET LOCAL enable_bitmapscan = off")
+            cursor.execute("EXPLAIN " + sql[1])
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "Index Only Scan using paper_affil_affil_newest_idx" in plan, plan
+
+
+def test_the_affiliation_selector_gives_the_same_papers_without_lateral(
+    crowded_affiliations, monkeypatch
+):
+    ids = list(Affiliation.objects.filter(name__icontains="leeds").values_list("pk", flat=True))
+    newest = Paper.objects.filter(paper_affiliations__affiliation_id__in=ids).distinct()
+    after = newest.order_by("-submitted", "-id")[2]
+    want = list(
+        newest.filter(submitted__lte=after.submitted)
+        .exclude(submitted=after.submitted, id__gte=after.pk)
+        .order_by("-submitted", "-id")
+        .values_list("pk", flat=True)[:4]
+    )
+    before = (after.submitted, after.pk)
+    lateral = affiliations_newest_paper_ids(affiliation_ids=ids, limit=4, before=before)
+    monkeypatch.setattr(connection, "vendor", "sqlite")
+    branches = affiliations_newest_paper_ids(affiliation_ids=ids, limit=4, before=before)
+    monkeypatch.undo()
+    assert lateral == branches == want
+    with pytest.raises(ValueError):
+        affiliations_newest_paper_ids(affiliation_ids=ids, limit=-1)
+
+
+def affiliation_dates() -> dict[int, tuple[dt.date | None, dt.date]]:
+    """``{paper affiliation id: (its submitted, its paper's)}`` of every paper affiliation."""
+    return {
+        pa.pk: (pa.submitted, pa.paper.submitted)
+        for pa in PaperAffiliation.objects.select_related("paper")
+    }
+
+
+def test_the_triggers_keep_each_paper_affiliation_dated_as_its_paper(
+    api_client, crowded_affiliations
+):
+    world = crowded_affiliations
+    dates = affiliation_dates()
+    assert dates and all(mine == papers for mine, papers in dates.values())
+    # bulk_create, as ingestion writes them; a paper's date changed by save() and update()
+    leeds = Affiliation.objects.get(name="University of Leeds")
+    PaperAffiliation.objects.bulk_create(
+        [PaperAffiliation(paper=world.second, affiliation=leeds, position=7)]
+    )
+    world.second.submitted = dt.date(2020, 2, 2)
+    world.second.save()
+    Paper.objects.filter(pk=world.third.pk).update(submitted=dt.date(2019, 3, 3))
+    # moved to another paper; a stale instance saved whole
+    moved = PaperAffiliation.objects.filter(affiliation=leeds).order_by("pk").first()
+    PaperAffiliation.objects.filter(pk=moved.pk).update(paper=world.old, position=9)
+    stale = PaperAffiliation.objects.get(paper=world.second, position=7)
+    Paper.objects.filter(pk=world.second.pk).update(submitted=dt.date(2018, 4, 4))
+    stale.position = 8
+    stale.save()
+    dates = affiliation_dates()
+    assert all(mine == papers for mine, papers in dates.values()), dates
+    assert PaperAffiliation.objects.get(pk=stale.pk).submitted == dt.date(2018, 4, 4)
+    assert walk(api_client, "/api/v1/papers/?affiliation=leeds&page_size=3") == (
+        affiliated("leeds"),
+        {len(affiliated("leeds"))},
+    )
+
+
+def test_the_backfill_dates_every_paper_affiliation(crowded_affiliations, monkeypatch):
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE papers_paperaffiliation SET submitted = NULL")
+    monkeypatch.setattr(AFFILIATION_MIGRATION, "BATCH", 3)
+
+    def execute(sql, params=()):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+
+    AFFILIATION_MIGRATION.backfill(None, SimpleNamespace(connection=connection, execute=execute))
+    dates = affiliation_dates()
+    assert dates and all(mine == papers for mine, papers in dates.values())

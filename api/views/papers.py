@@ -18,10 +18,10 @@ from rest_framework import generics
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
-from papers.author_selectors import authors_newest_paper_ids
+from papers.author_selectors import affiliations_newest_paper_ids, authors_newest_paper_ids
 from papers.category_selectors import category_newest_paper_ids, category_paper_count_capped
 from papers.embeddings.similar import SIMILAR_COUNT, similar_ranked
-from papers.models import Authorship, Paper
+from papers.models import Authorship, Paper, PaperAffiliation
 from topics.search import newest_matches_range, words_together_factor
 from topics.tagging.rules import parse_query
 from topicsite.planner import planner_rows, planner_table_rows
@@ -42,7 +42,7 @@ from ..filters import (
     Alternatives,
     PaperFilter,
     PaperOrderingFilter,
-    author_ids_matching,
+    name_ids_matching,
     name_links,
 )
 from ..pagination import PageNumberPagination
@@ -70,9 +70,10 @@ PAPER_ID_PARAMETER = OpenApiParameter(
     "arXiv:2401.01234, an abs or pdf URL, the arXiv DOI 10.48550/arXiv.2401.01234), or "
     "local:<n> for a paper not on arXiv.",
 )
-# The most authors ``papers/?author=`` walks newest first one by one (an index range scan
-# each, a page and one paper at most); a name matching more (a syllable, a letter) matches
-# papers densely enough that the planner's walk down the newest papers finds a page sooner.
+# The most authors (affiliations) ``papers/?author=`` (``affiliation=``) walks newest first
+# one by one (an index range scan each, a page and one paper at most); a name matching more
+# (a syllable, a letter) matches papers densely enough that the planner's walk down the
+# newest papers finds a page sooner.
 AUTHOR_WALK_MAX = 200
 # How many times wider ``papers/?q=`` looks among the newest papers when the first range held
 # fewer than a page (black hole at 1M papers in the bench_api corpus: 14 matches among the
@@ -227,19 +228,20 @@ class PaperListView(PaperListBase):
             self._name_filter_found = found
         return self._name_filter_found
 
-    def _walked_authors(self) -> list[int] | None:
-        """The ids of the authors ``author=`` matches when the page can come from their
-        newest-first index walks: the filter alone, newest first, forwards, at most
-        :data:`AUTHOR_WALK_MAX` authors (one query to find them); else None."""
-        if not hasattr(self, "_walked_authors_found"):
+    def _walked_names(self) -> list[int] | None:
+        """The ids of the authors ``author=`` (the affiliations ``affiliation=``) matches when
+        the page can come from their newest-first index walks: the filter alone, newest
+        first, forwards, at most :data:`AUTHOR_WALK_MAX` of them (one query to find them);
+        else None."""
+        if not hasattr(self, "_walked_names_found"):
             found = None
             name = self._name_filter()
             # The ordering first: a cursor is read in the ordering it was made for.
-            if name is not None and name[0] == "author" and self._newest_first_forwards():
-                ids = author_ids_matching(name[1], limit=AUTHOR_WALK_MAX + 1)
+            if name is not None and self._newest_first_forwards():
+                ids = name_ids_matching(*name, limit=AUTHOR_WALK_MAX + 1)
                 found = ids if len(ids) <= AUTHOR_WALK_MAX else None
-            self._walked_authors_found = found
-        return self._walked_authors_found
+            self._walked_names_found = found
+        return self._walked_names_found
 
     def _walked_categories(self) -> dict | None:
         """``{"category_ids", "since", "until"}`` (``papers.category_selectors``' arguments)
@@ -256,10 +258,11 @@ class PaperListView(PaperListBase):
                 and "category" in used
                 and used <= {"category", *CATEGORY_WALK_DATES}
             ):
-                cleaned = {
-                    name: PaperFilter.base_filters[name].field.clean(params[name]) for name in used
-                }
-                if not cleaned["category"].negated:
+                filterset = self.filterset_class(params, request=self.request)
+                # Valid (the filter backend answered a 400 otherwise); a blank value, such as
+                # a category of spaces, cleans to None and filters nothing.
+                cleaned = filterset.form.cleaned_data if filterset.is_valid() else {}
+                if cleaned.get("category") is not None and not cleaned["category"].negated:
                     try:
                         since, until = _submitted_range(cleaned)
                     except OverflowError:
@@ -273,10 +276,11 @@ class PaperListView(PaperListBase):
         return self._walked_categories_found
 
     def page_queryset(self, filtered):
-        """``author=`` alone, newest first, forwards, few matching authors: the page and the
-        paper after it from ``papers.author_selectors.authors_newest_paper_ids`` after the
-        cursor's position (one index range scan per author, ``page_size + 1`` rows each at
-        most, instead of fetching every paper of the authors to sort them), then read by id.
+        """``author=`` (``affiliation=``) alone, newest first, forwards, few matching names:
+        the page and the paper after it from ``papers.author_selectors``'
+        ``authors_newest_paper_ids`` (``affiliations_newest_paper_ids``) after the cursor's
+        position (one index range scan per name, ``page_size + 1`` rows each at most,
+        instead of fetching every paper of the names to sort them), then read by id.
         ``category=`` (with submitted dates or alone) newest first, forwards: the same from
         ``papers.category_selectors.category_newest_paper_ids`` (two index range scans per
         category). ``q=`` newest first, forwards: see :meth:`_newest_matches`. Otherwise
@@ -289,15 +293,17 @@ class PaperListView(PaperListBase):
                 before=self.paginator.newest_before(self.request),
             )
             return paper_rows().filter(id__in=ids)
-        author_ids = self._walked_authors()
-        if author_ids is None:
+        name_ids = self._walked_names()
+        if name_ids is None:
             return self._newest_matches(filtered)
+        limit = self.paginator.get_page_size(self.request) + 1
         before = self.paginator.newest_before(self.request)
-        ids = authors_newest_paper_ids(
-            author_ids=author_ids,
-            limit=self.paginator.get_page_size(self.request) + 1,
-            before=before,
-        )
+        if self._name_filter()[0] == "author":
+            ids = authors_newest_paper_ids(author_ids=name_ids, limit=limit, before=before)
+        else:
+            ids = affiliations_newest_paper_ids(
+                affiliation_ids=name_ids, limit=limit, before=before
+            )
         return paper_rows().filter(id__in=ids)
 
     def _newest_matches(self, filtered):
@@ -354,11 +360,13 @@ class PaperListView(PaperListBase):
         name = self._name_filter()
         if name is None:
             return super().list_meta(filtered)
-        author_ids = self._walked_authors()
-        if author_ids is not None:
-            links = Authorship.objects.filter(author_id__in=author_ids)
-        else:
+        name_ids = self._walked_names()
+        if name_ids is None:
             links = name_links(*name)
+        elif name[0] == "author":
+            links = Authorship.objects.filter(author_id__in=name_ids)
+        else:
+            links = PaperAffiliation.objects.filter(affiliation_id__in=name_ids)
         return linked_count(filtered, links)
 
 

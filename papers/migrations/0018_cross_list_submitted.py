@@ -16,6 +16,9 @@ indexes live in the database only); the column does too: the ORM never writes it
 do, for every writer: the import's COPY, the ORM, the admin, hand-written SQL) and only
 ``papers.category_selectors`` reads it, in SQL. Set on insert and when a cross-list moves to
 another paper; rewritten when a paper's date changes, as papers 0015 keeps authorships'.
+As there, the paper must be written first: a cross-list inserted before its paper in one
+transaction (the foreign key is deferred) would keep no date. Every writer here stores the
+paper first (``papers.ingest``, the admin, ``bench/make_corpus.py``).
 
 PostgreSQL only, as the walk that reads it: the embedded SQLite default keeps 0017's index
 and no column (its lists read the category as before). Safe on a large table, as 0015: the
