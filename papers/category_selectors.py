@@ -45,8 +45,9 @@ def _where(
     before: tuple[dt.date, int] | None = None,
 ) -> str:
     """The conditions (SQL, each led by ``AND``) on ``submitted`` and the paper id column
-    ``paper``, with the parameters :func:`_params` gives; the date first, so that it bounds
-    the index range scan (as ``api.pagination``'s cursors do)."""
+    ``paper``, with the named parameters ``since``, ``until``, ``before_day`` and
+    ``before_id``; the date first, so that it bounds the index range scan (as
+    ``api.pagination``'s cursors do)."""
     where = ""
     if since is not None:
         where += " AND submitted >= %(since)s"
@@ -73,7 +74,7 @@ def _sql(**conditions) -> str:
     FROM unnest(%(categories)s::bigint[]) c (id), LATERAL ({cross_listed}) rows"""
 
 
-def _checked(category_ids: list[int], limit: int) -> None:
+def _checked(limit: int) -> None:
     if connection.vendor != "postgresql":
         raise RuntimeError("the category walk needs PostgreSQL (papers 0018)")
     if limit < 0:
@@ -94,7 +95,7 @@ def category_newest_paper_ids(
     ``before`` ``(submitted, paper id)`` in that order when given (an API cursor's next page).
     One query reading at most ``2 * len(category_ids) * limit`` index entries. Raises
     ``ValueError`` for a negative ``limit``, ``RuntimeError`` off PostgreSQL."""
-    _checked(category_ids, limit)
+    _checked(limit)
     if not limit or not category_ids:
         return []
     rows = _sql(since=since, until=until, before=before)
@@ -122,7 +123,7 @@ def category_paper_count_capped(
     ``cap`` index entries of each category's two ranges (a paper primary in one category of
     ``category_ids`` and cross-listed to another is counted once). Raises ``ValueError``
     for a negative ``cap``, ``RuntimeError`` off PostgreSQL."""
-    _checked(category_ids, cap)
+    _checked(cap)
     if not cap or not category_ids:
         return 0
     rows = _sql(since=since, until=until)
