@@ -6,6 +6,7 @@ papers as before; the authorships' ``submitted`` kept by the triggers of papers 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from importlib import import_module
 from types import SimpleNamespace
@@ -409,15 +410,15 @@ def test_the_triggers_keep_each_paper_affiliation_dated_as_its_paper(
     )
 
 
-def test_the_backfill_dates_every_paper_affiliation(crowded_affiliations, monkeypatch):
+def test_the_backfill_dates_every_paper_affiliation_in_batches(crowded_affiliations):
     with connection.cursor() as cursor:
         cursor.execute("UPDATE papers_paperaffiliation SET submitted = NULL")
-    monkeypatch.setattr(AFFILIATION_MIGRATION, "BATCH", 3)
 
     def execute(sql, params=()):
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
 
-    AFFILIATION_MIGRATION.backfill(None, SimpleNamespace(connection=connection, execute=execute))
+    copy = dataclasses.replace(AFFILIATION_MIGRATION.COPY, batch=3)
+    copy.backfill(None, SimpleNamespace(connection=connection, execute=execute))
     dates = affiliation_dates()
     assert dates and all(mine == papers for mine, papers in dates.values())

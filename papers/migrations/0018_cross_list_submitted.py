@@ -29,48 +29,17 @@ index is built ``CONCURRENTLY`` once the values are in and 0017's is dropped aft
 from django.db import migrations
 
 from topicsite.migration_indexes import index_create, index_drop
+from topicsite.migration_submitted import SubmittedCopy
 
 TABLE = "papers_paper_cross_lists"
-BATCH = 50_000
 INDEX = "cross_list_category_newest_idx"
 INDEX_COLUMNS = '"category_id", "submitted" DESC, "paper_id" DESC'
 OLD_INDEX = "paper_cross_list_category_paper_idx"  # papers 0017
 OLD_INDEX_COLUMNS = '"category_id", "paper_id"'
 
+COPY = SubmittedCopy(table=TABLE, row="papers_cross_list", rows="cross_lists", sqlite=False)
 COLUMN_ADD = f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS submitted date"
 COLUMN_DROP = f"ALTER TABLE {TABLE} DROP COLUMN IF EXISTS submitted"
-TRIGGERS = f"""
-CREATE OR REPLACE FUNCTION papers_cross_list_set_submitted() RETURNS trigger AS $$
-BEGIN
-    SELECT submitted INTO NEW.submitted FROM papers_paper WHERE id = NEW.paper_id;
-    RETURN NEW;
-END $$ LANGUAGE plpgsql;
-DROP TRIGGER IF EXISTS papers_cross_list_submitted ON {TABLE};
-CREATE TRIGGER papers_cross_list_submitted
-    BEFORE INSERT OR UPDATE OF paper_id ON {TABLE}
-    FOR EACH ROW EXECUTE FUNCTION papers_cross_list_set_submitted();
-CREATE OR REPLACE FUNCTION papers_paper_submitted_cross_lists() RETURNS trigger AS $$
-BEGIN
-    UPDATE {TABLE} SET submitted = NEW.submitted
-    WHERE paper_id = NEW.id AND submitted IS DISTINCT FROM NEW.submitted;
-    RETURN NULL;
-END $$ LANGUAGE plpgsql;
-DROP TRIGGER IF EXISTS papers_paper_submitted_cross_lists ON papers_paper;
-CREATE TRIGGER papers_paper_submitted_cross_lists
-    AFTER UPDATE OF submitted ON papers_paper
-    FOR EACH ROW WHEN (OLD.submitted IS DISTINCT FROM NEW.submitted)
-    EXECUTE FUNCTION papers_paper_submitted_cross_lists();
-"""
-TRIGGERS_DROP = f"""
-DROP TRIGGER IF EXISTS papers_paper_submitted_cross_lists ON papers_paper;
-DROP FUNCTION IF EXISTS papers_paper_submitted_cross_lists();
-DROP TRIGGER IF EXISTS papers_cross_list_submitted ON {TABLE};
-DROP FUNCTION IF EXISTS papers_cross_list_set_submitted();
-"""
-BACKFILL_BATCH = (
-    f"UPDATE {TABLE} x SET submitted = p.submitted FROM papers_paper p"
-    " WHERE p.id = x.paper_id AND x.id >= %s AND x.id < %s AND x.submitted IS NULL"
-)
 
 
 def _postgresql(schema_editor) -> bool:
@@ -79,28 +48,17 @@ def _postgresql(schema_editor) -> bool:
 
 def column_and_triggers_create(apps, schema_editor):
     if _postgresql(schema_editor):
-        # One simple-query string: the column, functions and triggers appear together.
-        schema_editor.execute(COLUMN_ADD + ";" + TRIGGERS)
+        schema_editor.execute(COLUMN_ADD)
+    COPY.triggers_create(apps, schema_editor)
 
 
 def column_and_triggers_drop(apps, schema_editor):
+    COPY.triggers_drop(apps, schema_editor)
     if _postgresql(schema_editor):
-        schema_editor.execute(TRIGGERS_DROP + COLUMN_DROP)
+        schema_editor.execute(COLUMN_DROP)
 
 
-def backfill(apps, schema_editor):
-    """Every cross-list's ``submitted`` from its paper, :data:`BATCH` ids per statement, each
-    committed on its own (the migration is not atomic)."""
-    if not _postgresql(schema_editor):
-        return
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute(f"SELECT min(id), max(id) FROM {TABLE}")
-        low, high = cursor.fetchone()
-        if low is None:
-            return
-        for start in range(low, high + 1, BATCH):
-            cursor.execute(BACKFILL_BATCH, [start, start + BATCH])
-        cursor.execute(f"ANALYZE {TABLE}")
+backfill = COPY.backfill
 
 
 def index_swap(apps, schema_editor):
