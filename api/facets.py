@@ -73,11 +73,21 @@ def list_count(queryset: QuerySet, estimate=None) -> dict:
     ids = queryset.order_by().values("id")
     if connection.vendor != "postgresql":
         return {"count": ids.count(), "count_exact": True}
-    capped = ids[: EXACT_COUNT_LIMIT + 1].count()
+    return capped_count(
+        lambda cap: ids[:cap].count(),
+        (lambda: planner_rows(ids)) if estimate is None else estimate,
+    )
+
+
+def capped_count(count_capped, estimate) -> dict:
+    """``{"count": int, "count_exact": bool}`` from ``count_capped(cap)`` (the papers counted
+    no further than ``cap``, :data:`EXACT_COUNT_LIMIT` + 1 here): exact when at most the
+    limit; else ``estimate()`` (a number of papers, called only then), at least the limit +
+    1, so an estimate never reads below what was counted."""
+    capped = count_capped(EXACT_COUNT_LIMIT + 1)
     if capped <= EXACT_COUNT_LIMIT:
         return {"count": capped, "count_exact": True}
-    estimated = planner_rows(ids) if estimate is None else estimate()
-    return {"count": max(round(estimated), EXACT_COUNT_LIMIT + 1), "count_exact": False}
+    return {"count": max(round(estimate()), EXACT_COUNT_LIMIT + 1), "count_exact": False}
 
 
 def linked_count(papers: QuerySet, links: QuerySet) -> dict:

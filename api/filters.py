@@ -63,6 +63,7 @@ __all__ = [
     "SearchFilter",
     "TopicFilter",
     "name_ids_matching",
+    "submitted_range",
     "name_links",
 ]
 
@@ -272,6 +273,28 @@ class SubmittedField(forms.CharField):
                 params={"value": value},
             ) from None
         return operator, first, last
+
+
+def submitted_range(cleaned: dict) -> tuple[dt.date | None, dt.date | None]:
+    """``(since, until)``, both inclusive, of the cleaned submitted filters in ``cleaned``
+    (:class:`PaperFilter`'s: ``submitted`` as ``(operator, first, last)``,
+    ``submitted_after`` and ``submitted_before`` as dates); None where unbounded. Raises
+    ``OverflowError`` for ``>9999-12-31`` or ``<0001-01-01``."""
+    since, until = cleaned.get("submitted_after"), cleaned.get("submitted_before")
+    submitted = cleaned.get("submitted")
+    bounds_since, bounds_until = [since], [until]
+    if submitted is not None:
+        operator, first, last = submitted
+        if operator == ">":
+            bounds_since.append(last + dt.timedelta(days=1))
+        elif operator == "<":
+            bounds_until.append(first - dt.timedelta(days=1))
+        else:
+            bounds_since.append(first)
+            bounds_until.append(last)
+    since = max((day for day in bounds_since if day is not None), default=None)
+    until = min((day for day in bounds_until if day is not None), default=None)
+    return since, until
 
 
 class _SubmittedFilter(django_filters.Filter):

@@ -100,7 +100,7 @@ def test_an_authors_papers_walked_newest_first_both_ways_and_counted(
 
     from django.utils import timezone
 
-    from api.views import authors as views
+    from api import facets
     from papers.author_selectors import author_papers
 
     author = AuthorFactory(name="Emmy Noether")
@@ -133,6 +133,6 @@ def test_an_authors_papers_walked_newest_first_both_ways_and_counted(
     oldest_first = Paper.objects.filter(arxiv_id__in=expected).order_by("submitted", "id")
     assert [paper["id"] for paper in oldest] == [p.arxiv_id for p in oldest_first[:2]]
 
-    monkeypatch.setattr(views, "EXACT_COUNT_LIMIT", 3)
+    monkeypatch.setattr(facets, "EXACT_COUNT_LIMIT", 3)
     meta = api_client.get(url).json()["meta"]
     assert (meta["count"], meta["count_exact"]) == (9, False)  # its 9 credits

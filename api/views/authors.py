@@ -30,7 +30,7 @@ from papers.author_selectors import (
 from papers.models import Author, Paper
 from topics.authors import author_topics
 
-from ..facets import EXACT_COUNT_LIMIT
+from ..facets import capped_count
 from ..pagination import PageNumberPagination
 from ..selectors import paper_rows
 from ..serializers.authors import (
@@ -189,11 +189,10 @@ class AuthorPapersView(PaperListBase):
     def list_meta(self, filtered) -> dict:
         if not self._unfiltered() or connection.vendor != "postgresql":
             return super().list_meta(filtered)  # SQLite: always exact (api.facets)
-        capped = author_paper_count_capped(author=self.author, cap=EXACT_COUNT_LIMIT + 1)
-        if capped <= EXACT_COUNT_LIMIT:
-            return {"count": capped, "count_exact": True}
-        estimated = author_credits(author=self.author)
-        return {"count": max(estimated, EXACT_COUNT_LIMIT + 1), "count_exact": False}
+        return capped_count(
+            lambda cap: author_paper_count_capped(author=self.author, cap=cap),
+            lambda: author_credits(author=self.author),
+        )
 
 
 @extend_schema(

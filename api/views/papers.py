@@ -3,8 +3,6 @@ page, its similar papers, and one paper as BibTeX. Thin views over ``api.selecto
 
 from __future__ import annotations
 
-import datetime as dt
-
 from django.db import connection
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
@@ -26,12 +24,13 @@ from topics.search import newest_matches_range, words_together_factor
 from topics.tagging.rules import parse_query
 from topicsite.planner import planner_rows, planner_table_rows
 
-from .. import exports, facets
+from .. import exports
 from ..facets import (
     GROUP_BY_DESCRIPTION,
     GROUP_BY_KEYS,
     GROUP_BY_PARAM,
     FacetedCursorPagination,
+    capped_count,
     checked_group_by,
     group_counts,
     linked_count,
@@ -44,6 +43,7 @@ from ..filters import (
     PaperOrderingFilter,
     name_ids_matching,
     name_links,
+    submitted_range,
 )
 from ..pagination import PageNumberPagination
 from ..selectors import (
@@ -178,28 +178,6 @@ class PaperListBase(ReadView, generics.ListAPIView):
 CATEGORY_WALK_DATES = ("submitted", "submitted_after", "submitted_before")
 
 
-def _submitted_range(cleaned: dict) -> tuple[dt.date | None, dt.date | None]:
-    """``(since, until)``, both inclusive, of the cleaned submitted filters in ``cleaned``
-    (``api.filters.PaperFilter``'s: ``submitted`` as ``(operator, first, last)``,
-    ``submitted_after`` and ``submitted_before`` as dates); None where unbounded. Raises
-    ``OverflowError`` for ``>9999-12-31`` or ``<0001-01-01``."""
-    since, until = cleaned.get("submitted_after"), cleaned.get("submitted_before")
-    submitted = cleaned.get("submitted")
-    bounds_since, bounds_until = [since], [until]
-    if submitted is not None:
-        operator, first, last = submitted
-        if operator == ">":
-            bounds_since.append(last + dt.timedelta(days=1))
-        elif operator == "<":
-            bounds_until.append(first - dt.timedelta(days=1))
-        else:
-            bounds_since.append(first)
-            bounds_until.append(last)
-    since = max((day for day in bounds_since if day is not None), default=None)
-    until = min((day for day in bounds_until if day is not None), default=None)
-    return since, until
-
-
 @extend_schema_view(
     get=extend_schema(
         summary="List papers",
@@ -264,7 +242,7 @@ class PaperListView(PaperListBase):
                 cleaned = filterset.form.cleaned_data if filterset.is_valid() else {}
                 if cleaned.get("category") is not None and not cleaned["category"].negated:
                     try:
-                        since, until = _submitted_range(cleaned)
+                        since, until = submitted_range(cleaned)
                     except OverflowError:
                         pass
                     else:
@@ -351,12 +329,10 @@ class PaperListView(PaperListBase):
         ``filtered``."""
         categories = self._walked_categories()
         if categories is not None:
-            limit = facets.EXACT_COUNT_LIMIT
-            capped = category_paper_count_capped(**categories, cap=limit + 1)
-            if capped <= limit:
-                return {"count": capped, "count_exact": True}
-            estimated = round(self.estimate(filtered))
-            return {"count": max(estimated, limit + 1), "count_exact": False}
+            return capped_count(
+                lambda cap: category_paper_count_capped(**categories, cap=cap),
+                lambda: self.estimate(filtered),
+            )
         name = self._name_filter()
         if name is None:
             return super().list_meta(filtered)
