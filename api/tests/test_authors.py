@@ -136,3 +136,33 @@ def test_an_authors_papers_walked_newest_first_both_ways_and_counted(
     monkeypatch.setattr(facets, "EXACT_COUNT_LIMIT", 3)
     meta = api_client.get(url).json()["meta"]
     assert (meta["count"], meta["count_exact"]) == (9, False)  # its 9 credits
+
+
+def test_an_authors_live_papers_are_counted_without_reading_their_rows(api_client):
+    """The count tests each authorship against the few papers that do not count
+    (``paper_not_live_idx``, papers 0020), an anti-join, not a join reading every paper's row
+    (1,050 pages, 12-20 ms uncached for an 850-paper author at a million papers)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    author = AuthorFactory(name="Sophie Germain")
+    papers = [PaperFactory() for _ in range(5)]
+    papers[0].withdrawn = True
+    papers[0].save()
+    papers[1].deleted_at = timezone.now()
+    papers[1].save()
+    for paper in papers:
+        AuthorshipFactory(paper=paper, author=author, position=0)
+    with CaptureQueriesContext(connection) as captured:
+        body = api_client.get(f"/api/v1/authors/{author.pk}/papers/").json()
+    assert body["meta"] == {"count": 3, "count_exact": True}
+    (count_sql,) = [q["sql"] for q in captured if q["sql"].startswith("SELECT COUNT(*)")]
+    assert "NOT EXISTS" in count_sql and "JOIN" not in count_sql, count_sql
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute("SET LOCAL enable_bitmapscan = off")
+            cursor.execute("EXPLAIN " + count_sql)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "paper_not_live_idx" in plan and "papers_paper_pkey" not in plan, plan
