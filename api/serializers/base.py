@@ -3,6 +3,7 @@ another resource, a topic given by its slug."""
 
 from __future__ import annotations
 
+from django.urls import reverse
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.fields import empty
@@ -49,6 +50,33 @@ class SelectableFieldsMixin:
             )
         wanted = set(selected)
         return [f for f in fields if f.field_name in wanted]
+
+    def selected_field_names(self) -> list[str] | None:
+        """The names ``?fields=`` keeps, in the fields' order, for a serializer that builds
+        its representation directly; None for every field (no ``fields=``, or all of them).
+        Worked out once per serializer (a list's child serves every item); an unknown name
+        raises as :attr:`_readable_fields` does. Without ``fields=``, DRF's fields (built
+        anew for every response) are never made."""
+        if "_selected_names" not in self.__dict__:
+            selected = None
+            if self.get_field_names_selected() is not None:
+                names = [f.field_name for f in self._readable_fields]
+                selected = None if names == list(self.Meta.fields) else names
+            self._selected_names = selected
+        return self._selected_names
+
+    def absolute_url(self, name: str, kwarg: str, value: str, placeholder: str) -> str:
+        """``request.build_absolute_uri(reverse(name, kwargs={kwarg: value}))`` for a value
+        ``reverse`` leaves as it is (an arXiv id, a slug), reversed once per serializer:
+        ``placeholder`` is a value of the same kind, cut out of the URL reversed with it."""
+        templates = self.__dict__.setdefault("_url_templates", {})
+        if name not in templates:
+            url = self.context["request"].build_absolute_uri(
+                reverse(name, kwargs={kwarg: placeholder})
+            )
+            templates[name] = url.rsplit(placeholder, 1)
+        head, tail = templates[name]
+        return f"{head}{value}{tail}"
 
 
 class TopicRefSerializer(serializers.Serializer):

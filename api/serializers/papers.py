@@ -18,6 +18,9 @@ from papers.models import Paper
 from ..selectors import AUTHORS_SHOWN, LOCAL_PREFIX, paper_row
 from .base import SelectableFieldsMixin, TopicRefSerializer
 
+# An arXiv identifier (or API id) the paper URLs are reversed with once per response.
+ARXIV_ID_PLACEHOLDER = "0000.00000"
+
 
 class AuthorSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="The author's name as the paper gives it.")
@@ -99,15 +102,7 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
         ``fields=`` check), at a fraction of its cost on lists of 25 to 100 papers."""
         if not isinstance(row, dict):
             row = paper_row(row)
-        selected = self.__dict__.get("_selected_names", False)
-        if selected is False:
-            # None: every field, in the order ``data`` has them (without ``fields=``, DRF's
-            # fields, built anew for every response, are not needed at all).
-            selected = None
-            if self.get_field_names_selected() is not None:
-                names = [f.field_name for f in self._readable_fields]
-                selected = None if names == self.Meta.fields else names
-            self._selected_names = selected
+        selected = self.selected_field_names()
         arxiv_id = row["arxiv_id"]
         api_id = arxiv_id or f"{LOCAL_PREFIX}{row['id']}"
         updated = row["updated"]
@@ -186,22 +181,9 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
     def get_topics(self, row: dict) -> list[dict]:
         return row["topics"]
 
-    def _absolute_url(self, name: str, kwarg: str, value: str) -> str:
-        """``build_absolute_uri(reverse(name, kwargs={kwarg: value}))`` for an arXiv or API
-        id (characters ``reverse`` leaves as they are), reversed once per serializer."""
-        templates = self.__dict__.setdefault("_url_templates", {})
-        if name not in templates:
-            placeholder = "0000.00000"
-            url = self.context["request"].build_absolute_uri(
-                reverse(name, kwargs={kwarg: placeholder})
-            )
-            templates[name] = url.split(placeholder, 1)
-        head, tail = templates[name]
-        return f"{head}{value}{tail}"
-
     def _urls(self, pk: int, arxiv_id: str | None, api_id: str, *, live: bool) -> dict:
         if arxiv_id:
-            html = self._absolute_url("papers:detail", "arxiv_id", arxiv_id)
+            html = self.absolute_url("papers:detail", "arxiv_id", arxiv_id, ARXIV_ID_PLACEHOLDER)
         else:
             html = self.context["request"].build_absolute_uri(
                 reverse("papers:detail-local", kwargs={"pk": pk})
@@ -211,7 +193,7 @@ class PaperSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
             # As Paper.pdf_url: no PDF for a paper that does not count (row["live"]).
             "pdf": f"https://arxiv.org/pdf/{arxiv_id}" if arxiv_id and live else None,
             "html": html,
-            "api": self._absolute_url("api:paper-detail", "paper_id", api_id),
+            "api": self.absolute_url("api:paper-detail", "paper_id", api_id, ARXIV_ID_PLACEHOLDER),
         }
 
     @extend_schema_field(PaperUrlsSerializer)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
@@ -27,19 +26,18 @@ class TopicLinksSerializer(serializers.Serializer):
     jsonl = serializers.URLField()
 
 
-def _topic_links(request, topic: Topic) -> dict:
-    def url(name):
-        return request.build_absolute_uri(reverse(name, kwargs={"slug": topic.slug}))
-
-    return {
-        "html": request.build_absolute_uri(topic.get_absolute_url()),
-        "api": url("api:topic-detail"),
-        "papers": url("api:topic-papers"),
-        "trend": url("api:topic-trend"),
-        "bibtex": url("api:topic-export-bibtex"),
-        "csv": url("api:topic-export-csv"),
-        "jsonl": url("api:topic-export-jsonl"),
-    }
+# The topic URLs of the links, by the URL name and the link's key; reversed once per
+# response with a placeholder slug (SelectableFieldsMixin.absolute_url).
+TOPIC_LINKS = (
+    ("html", "topics:detail"),
+    ("api", "api:topic-detail"),
+    ("papers", "api:topic-papers"),
+    ("trend", "api:topic-trend"),
+    ("bibtex", "api:topic-export-bibtex"),
+    ("csv", "api:topic-export-csv"),
+    ("jsonl", "api:topic-export-jsonl"),
+)
+SLUG_PLACEHOLDER = "topic-slug-placeholder"
 
 
 class TopicSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
@@ -55,9 +53,35 @@ class TopicSerializer(SelectableFieldsMixin, serializers.ModelSerializer):
         fields = ["slug", "name", "short_name", "display_name", "description", "parent", "links"]
         read_only_fields = fields
 
+    def to_representation(self, topic: Topic) -> dict:
+        """The fields above (``parent`` from ``select_related``), built directly: the same
+        output as DRF's field by field rendering (the declared fields still make the schema
+        and the ``fields=`` check), at a fraction of its cost (a page of 25 topics with
+        momentum took 10 ms of Python that way, most of it building each topic's nested
+        serializers and reversing its seven links)."""
+        parent = topic.parent
+        data = {
+            "slug": topic.slug,
+            "name": topic.name,
+            "short_name": topic.short_name,
+            "display_name": topic.display_name,
+            "description": topic.description,
+            "parent": parent.slug if parent is not None else None,
+            "links": self.get_links(topic),
+        }
+        self.add_representation(topic, data)
+        selected = self.selected_field_names()
+        return data if selected is None else {name: data[name] for name in selected}
+
+    def add_representation(self, topic: Topic, data: dict) -> None:
+        """Subclasses add their own fields (of ``topic``) to ``data`` here."""
+
     @extend_schema_field(TopicLinksSerializer)
     def get_links(self, topic: Topic) -> dict:
-        return _topic_links(self.context["request"], topic)
+        return {
+            key: self.absolute_url(name, "slug", topic.slug, SLUG_PLACEHOLDER)
+            for key, name in TOPIC_LINKS
+        }
 
 
 class MomentumWeekSerializer(serializers.Serializer):
@@ -107,6 +131,10 @@ class TopicDetailSerializer(TopicSerializer):
         ]
         read_only_fields = fields
 
+    def to_representation(self, topic: Topic) -> dict:
+        # One topic per response: DRF's field by field rendering, not the list's.
+        return serializers.ModelSerializer.to_representation(self, topic)
+
     @extend_schema_field(TopicRefSerializer(allow_null=True))
     def get_parent(self, topic: Topic) -> dict | None:
         ancestors = self.context["ancestors"]
@@ -130,18 +158,17 @@ class TopicDetailSerializer(TopicSerializer):
 
 
 def momentum_data(m) -> dict:
-    """``m`` (a ``topics.momentum.Momentum``) as :class:`MomentumSerializer` gives it."""
-    return MomentumSerializer(
-        {
-            "as_of": m.as_of,
-            "recent": m.recent,
-            "before": m.before,
-            "change_pct": m.change_pct,
-            "share": m.share,
-            "sentence": momentum_sentence(m),
-            "weeks": [{"week_start": w.week_start, "count": w.count} for w in m.weeks],
-        }
-    ).data
+    """``m`` (a ``topics.momentum.Momentum``) as :class:`MomentumSerializer` gives it, built
+    directly (a list renders one per topic)."""
+    return {
+        "as_of": m.as_of.isoformat(),
+        "recent": int(m.recent),
+        "before": int(m.before),
+        "change_pct": None if m.change_pct is None else int(m.change_pct),
+        "share": float(m.share),
+        "sentence": momentum_sentence(m),
+        "weeks": [{"week_start": w.week_start.isoformat(), "count": int(w.count)} for w in m.weeks],
+    }
 
 
 class TopicListItemSerializer(TopicSerializer):
@@ -161,6 +188,11 @@ class TopicListItemSerializer(TopicSerializer):
 
     def _item(self, topic: Topic):
         return self.context.get("index_topics", {}).get(topic.pk)
+
+    def add_representation(self, topic: Topic, data: dict) -> None:
+        data["paper_count"] = self.get_paper_count(topic)
+        data["momentum"] = self.get_momentum(topic)
+        data["rising"] = self.get_rising(topic)
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_paper_count(self, topic: Topic) -> int:

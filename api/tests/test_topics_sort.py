@@ -75,3 +75,64 @@ def test_a_bad_paper_count_is_a_400_naming_it(api_client, world, paper_count):
     assert_error(
         api_client.get(f"/api/v1/topics/?paper_count={paper_count}"), 400, param="paper_count"
     )
+
+
+def _drf_momentum(m) -> dict:
+    """The momentum as DRF's MomentumSerializer renders it, field by field."""
+    from api.serializers.topics import MomentumSerializer
+    from topics.momentum import momentum_sentence
+
+    return MomentumSerializer(
+        {
+            "as_of": m.as_of,
+            "recent": m.recent,
+            "before": m.before,
+            "change_pct": m.change_pct,
+            "share": m.share,
+            "sentence": momentum_sentence(m),
+            "weeks": [{"week_start": w.week_start, "count": w.count} for w in m.weeks],
+        }
+    ).data
+
+
+@pytest.mark.parametrize(
+    "query", ["sort=size", "sort=rising&page_size=2", "fields=slug,links,momentum,parent"]
+)
+def test_the_list_is_what_drfs_field_by_field_rendering_gives(
+    api_client, world, monkeypatch, query
+):
+    """The list's topics are built directly (api.serializers.topics.TopicSerializer and
+    momentum_data): the same JSON as DRF's own rendering of the declared fields, a topic
+    with a parent, one without, one the index does not hold yet (null figures) included."""
+    import dataclasses
+
+    from rest_framework import serializers
+
+    from api.serializers import topics as topic_serializers
+    from topics import index as topics_index
+
+    TopicFactory(name="Not indexed yet", slug="not-indexed-yet", parent=world.llm)
+    built = topics_index.topic_index
+
+    def index_without_the_new_topic():
+        index = built()
+        kept = [t for t in index.topics if t.name != "Not indexed yet"]
+        return dataclasses.replace(index, topics=kept)
+
+    monkeypatch.setattr(topics_index, "topic_index", index_without_the_new_topic)
+    direct = api_client.get(f"/api/v1/topics/?{query}")
+    monkeypatch.setattr(
+        topic_serializers.TopicSerializer,
+        "to_representation",
+        serializers.ModelSerializer.to_representation,
+    )
+    monkeypatch.setattr(topic_serializers, "momentum_data", _drf_momentum)
+    by_drf = api_client.get(f"/api/v1/topics/?{query}")
+    assert direct.status_code == by_drf.status_code == 200
+    assert direct.content == by_drf.content
+    results = direct.json()["results"]
+    if "page_size" not in query:
+        assert sum(t["momentum"] is None for t in results) == 1
+        assert sum(t["momentum"] is not None for t in results) == 3
+    if "parent" in results[0]:
+        assert {t["parent"] for t in results} >= {None, "llm"}
