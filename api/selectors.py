@@ -478,16 +478,19 @@ def topic_trend(
 
 
 def papers_trend(
-    *, paper_ids: QuerySet, weeks: int, as_of: dt.date | None = None
+    *, papers: QuerySet[Paper], weeks: int, as_of: dt.date | None = None
 ) -> tuple[dt.date, list[TrendWeek]]:
-    """:func:`topic_trend` for the papers whose ids ``paper_ids`` (a ``values("id")``-like
-    queryset) gives: counted in SQL per submitted day (at most ``7 * weeks`` rows), folded
-    into weeks here. Two queries (one with ``as_of``)."""
+    """:func:`topic_trend` for ``papers`` (``Paper`` rows filtered as ``api.filters.PaperFilter``
+    filters them: by conditions and subqueries, never a join that repeats a paper): counted in
+    SQL per submitted day (at most ``7 * weeks`` rows), folded into weeks here. The weeks'
+    dates are a condition on the same rows as ``papers``' own, so PostgreSQL can AND a full
+    text match with the date range in one bitmap (as ``id IN (matches)`` it read every match
+    of the word, 1.15 s for ``model`` at 1M papers, against 0.22 s). Two queries (one with
+    ``as_of``)."""
     if as_of is None:
         as_of = Paper.objects.aggregate(newest=Max("submitted"))["newest"] or timezone.localdate()
     per_day = (
-        _trend_papers(as_of, weeks)
-        .filter(id__in=paper_ids)
+        _trend_papers(as_of, weeks, papers)
         .order_by()
         .values("submitted")
         .annotate(n=Count("id"))
@@ -501,11 +504,14 @@ def _trend_first_monday(as_of: dt.date, weeks: int) -> dt.date:
     return last_monday - dt.timedelta(weeks=weeks - 1)
 
 
-def _trend_papers(as_of: dt.date, weeks: int) -> QuerySet[Paper]:
-    """Papers that count (on both sides of the share, as in ``topics.momentum``) submitted in
-    the trend's weeks up to ``as_of``."""
+def _trend_papers(
+    as_of: dt.date, weeks: int, papers: QuerySet[Paper] | None = None
+) -> QuerySet[Paper]:
+    """Papers of ``papers`` (default: all) that count (on both sides of the share, as in
+    ``topics.momentum``) submitted in the trend's weeks up to ``as_of``."""
     first_monday = _trend_first_monday(as_of, weeks)
-    return Paper.objects.live().filter(submitted__gte=first_monday, submitted__lte=as_of)
+    papers = Paper.objects.all() if papers is None else papers
+    return papers.live().filter(submitted__gte=first_monday, submitted__lte=as_of)
 
 
 def _trend_weeks(per_day, *, weeks: int, as_of: dt.date) -> list[TrendWeek]:

@@ -23,3 +23,42 @@ def test_a_query_trend_counts_weekly_papers_and_their_share(api_client, world):
 def test_bad_trend_parameters_are_400s(api_client, world):
     assert_error(api_client.get("/api/v1/trends/?weeks=0"), 400, param="weeks")
     assert_error(api_client.get('/api/v1/trends/?q="unclosed'), 400, param="q")
+
+
+def test_a_query_trend_matches_each_filter_once_on_the_weeks_papers(api_client, world):
+    """Every filter (words, category, author, affiliation, its negation) counts the papers it
+    selects in the weeks once each (a paper with two matching authors too), as counting
+    ``id IN (selected)`` would, and the words are a condition on the week's rows themselves,
+    so PostgreSQL can AND the full-text index with the dates (not a subquery of every
+    paper holding the word)."""
+    import datetime as dt
+
+    from django.db import connection
+    from django.http import QueryDict
+    from django.test.utils import CaptureQueriesContext
+
+    from api.filters import PaperFilter
+    from papers.models import Paper
+    from papers.tests.factories import AuthorFactory, AuthorshipFactory
+
+    # A paper with two authors matching one author= text.
+    paper = world.first
+    AuthorshipFactory(paper=paper, author=AuthorFactory(name="Zed Twin"), position=5)
+    AuthorshipFactory(paper=paper, author=AuthorFactory(name="Zed Twain"), position=6)
+    as_of = Paper.objects.order_by("-submitted").values_list("submitted", flat=True)[0]
+    for query in ["q=agents", "q=agents&category=cs.AI", "author=zed", "q=-agents", "author=!zed"]:
+        url = f"/api/v1/trends/?{query}&weeks=60&as_of={as_of.isoformat()}"
+        with CaptureQueriesContext(connection) as captured:
+            body = api_client.get(url).json()
+        selected = PaperFilter(QueryDict(query), queryset=Paper.objects.all()).qs
+        first = dt.date.fromisoformat(body["weeks"][0]["week_start"])
+        expected = Paper.objects.live().filter(
+            id__in=selected.values("id"), submitted__gte=first, submitted__lte=as_of
+        )
+        assert sum(w["count"] for w in body["weeks"]) == expected.count(), query
+        if query == "author=zed":
+            assert expected.count() == 1
+        if query == "q=agents":
+            assert expected.count() >= 1
+            (per_day,) = [q["sql"] for q in captured if "GROUP BY" in q["sql"] and "@@" in q["sql"]]
+            assert 'IN (SELECT U0."id"' not in per_day, per_day

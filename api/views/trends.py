@@ -44,9 +44,8 @@ class TrendsView(ReadView):
     def get(self, request):
         query = TrendQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        selected = self.filter_queryset(self.get_queryset()).order_by().values("id")
         as_of, weeks = papers_trend(
-            paper_ids=selected,
+            papers=self.filter_queryset(self.get_queryset()),
             weeks=query.validated_data["weeks"],
             as_of=query.validated_data.get("as_of"),
         )
