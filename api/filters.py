@@ -41,6 +41,7 @@ from django import forms
 from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Coalesce
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
@@ -115,7 +116,9 @@ MAX_ALTERNATIVES = 50
 # matches at 1M (T x T under 1,000 N). "estimate" always takes the union: the planner
 # estimates it from its per-category statistics (math.PR: 28,143 for 28,262 papers), while
 # it takes the ``OR`` of the walked form to match half of all papers (510,262).
-CATEGORY_UNION_FACTOR = {"page": 0.33, "count": 1000.0, "estimate": float("inf")}
+# "unread": the filtered papers are read for neither the page nor the count (a category walk,
+# ``api.views.papers.PaperListView``, reads both from index ranges), so no form is estimated.
+CATEGORY_UNION_FACTOR = {"page": 0.33, "count": 1000.0, "estimate": float("inf"), "unread": 0.0}
 
 
 def category_union_wanted(
@@ -123,15 +126,19 @@ def category_union_wanted(
 ) -> bool:
     """Whether a category filter should read its papers as a union for ``purpose``
     (``"page"``: a page newest first; ``"count"``: the list's capped count; ``"estimate"``:
-    the planner's estimate of a count above the cap, always a union): on PostgreSQL when the
-    planner's estimates of ``primary`` (papers of the categories) plus ``cross_listed``
-    (their cross-list rows), squared, stay below :data:`CATEGORY_UNION_FACTOR` [purpose] x
-    the papers table's estimated size; never elsewhere. Two ``EXPLAIN`` s and a catalogue
-    read, no row read; none when ``known`` (a dict kept for one request) already holds the
-    estimates of the same two querysets. Raises ``KeyError`` for another ``purpose``."""
+    the planner's estimate of a count above the cap, always a union; ``"unread"``: neither,
+    never a union): on PostgreSQL when the planner's estimates of ``primary`` (papers of the
+    categories) plus ``cross_listed`` (their cross-list rows), squared, stay below
+    :data:`CATEGORY_UNION_FACTOR` [purpose] x the papers table's estimated size; never
+    elsewhere. Two ``EXPLAIN`` s and a catalogue read, no row read; none when ``known`` (a
+    dict kept for one request) already holds the estimates of the same two querysets, or
+    when the purpose's answer does not depend on them. Raises ``KeyError`` for another
+    ``purpose``."""
     factor = CATEGORY_UNION_FACTOR[purpose]
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or factor == 0:
         return False
+    if factor == float("inf"):
+        return True
     key = (str(primary.query), str(cross_listed.query), primary.db)
     found = None if known is None else known.get(key)
     if found is None:
@@ -186,8 +193,13 @@ class AlternativesField(forms.CharField):
                 "Empty alternative in %(value)r: write a|b for either, !a for not a.",
                 params={"value": value},
             )
-        cleaned = tuple(dict.fromkeys(self.clean_one(part.strip()) for part in parts))
+        cleaned = tuple(dict.fromkeys(self.clean_all([part.strip() for part in parts])))
         return Alternatives(values=cleaned, negated=negated)
+
+    def clean_all(self, values: list[str]) -> list:
+        """Each of ``values`` cleaned by :meth:`clean_one`, in order (a subclass may look
+        them up together)."""
+        return [self.clean_one(value) for value in values]
 
 
 ALTERNATIVES_HELP = " Several: a|b (any of them); !a or !a|b: none of them."
@@ -213,17 +225,25 @@ class CategoryCodeField(AlternativesField):
     (aliases resolved)."""
 
     def clean_one(self, value):
-        try:
-            code = canonical_category(value)
-        except UnknownCategory:
-            code = None
-        category = Category.objects.filter(code=code).first() if code else None
-        if category is None:
-            raise forms.ValidationError(
-                "Unknown category code %(value)r; the codes are listed at /api/v1/categories/.",
-                params={"value": value},
-            )
-        return category
+        return self.clean_all([value])[0]
+
+    def clean_all(self, values: list[str]) -> list:
+        """The categories of ``values``, in order, read in one query; the first unknown code
+        is the error."""
+        codes = []
+        for value in values:
+            try:
+                codes.append(canonical_category(value))
+            except UnknownCategory:
+                codes.append(None)
+        stored = Category.objects.in_bulk([code for code in codes if code], field_name="code")
+        for value, code in zip(values, codes, strict=True):
+            if stored.get(code) is None:
+                raise forms.ValidationError(
+                    "Unknown category code %(value)r; the codes are listed at /api/v1/categories/.",
+                    params={"value": value},
+                )
+        return [stored[code] for code in codes]
 
 
 class StrictBooleanField(forms.Field):
@@ -585,6 +605,18 @@ class PaperFilter(django_filters.FilterSet):
     def filter_q(self, queryset, name, value: str):
         value = value.strip()
         return full_text_match(queryset, value) if value else queryset
+
+
+class PaperFilterBackend(DjangoFilterBackend):
+    """django-filter's backend, with the filterset's :attr:`PaperFilter.purpose` taken from
+    the view's ``filter_purpose()`` when it has one (what the filtered papers will be read
+    for)."""
+
+    def get_filterset(self, request, queryset, view):
+        filterset = super().get_filterset(request, queryset, view)
+        if filterset is not None and hasattr(view, "filter_purpose"):
+            filterset.purpose = view.filter_purpose()
+        return filterset
 
 
 class PaperOrderingFilter(OrderingFilter):

@@ -71,11 +71,15 @@ def answer(client, url):
 def test_both_forms_give_the_same_papers_and_counts(client, papers, monkeypatch, base, query):
     url = f"{base}?{query}&page_size=5"
     monkeypatch.setattr(
-        filters, "CATEGORY_UNION_FACTOR", {"page": 0.0, "count": 0.0, "estimate": 0.0}
+        filters,
+        "CATEGORY_UNION_FACTOR",
+        {"page": 0.0, "count": 0.0, "estimate": 0.0, "unread": 0.0},
     )
     walked = answer(client, url)
     monkeypatch.setattr(
-        filters, "CATEGORY_UNION_FACTOR", {"page": 1e12, "count": 1e12, "estimate": 1e12}
+        filters,
+        "CATEGORY_UNION_FACTOR",
+        {"page": 1e12, "count": 1e12, "estimate": 1e12, "unread": 0.0},
     )
     unioned = answer(client, url)
     assert walked == unioned
@@ -102,6 +106,9 @@ def test_the_choice_follows_the_estimates_and_the_purpose(monkeypatch, db):
     assert wanted(20_000, 8_000, "count") and wanted(25_000, 6_000, "count")
     assert not wanted(25_000, 7_000, "count") and not wanted(200_000, 0, "count")
     assert wanted(200_000, 50_000, "estimate") and wanted(1, 0, "estimate")
+    # Read for neither page nor count (a category walk): never, and nothing estimated.
+    estimates = iter([])
+    assert not filters.category_union_wanted(primary, cross, purpose="unread")
     with pytest.raises(KeyError):
         wanted(1, 1, "export")
 
@@ -122,7 +129,9 @@ def test_a_count_above_the_cap_is_estimated_from_the_union(client, papers, monke
 
     monkeypatch.setattr(facets, "EXACT_COUNT_LIMIT", 2)
     monkeypatch.setattr(
-        filters, "CATEGORY_UNION_FACTOR", {"page": 0.0, "count": 0.0, **{"estimate": float("inf")}}
+        filters,
+        "CATEGORY_UNION_FACTOR",
+        {"page": 0.0, "count": 0.0, "estimate": float("inf"), "unread": 0.0},
     )
     with CaptureQueriesContext(connection) as queries:
         _ids, count, exact, _groups = answer(client, f"/api/v1/papers/?{query}")

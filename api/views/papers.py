@@ -40,6 +40,7 @@ from ..filters import (
     NAME_FILTERS,
     Alternatives,
     PaperFilter,
+    PaperFilterBackend,
     PaperOrderingFilter,
     name_ids_matching,
     name_links,
@@ -89,7 +90,7 @@ GROUP_BY_PARAMETER = OpenApiParameter(
 
 class PaperListBase(ReadView, generics.ListAPIView):
     serializer_class = PaperSerializer
-    filter_backends = [DjangoFilterBackend, PaperOrderingFilter]
+    filter_backends = [PaperFilterBackend, PaperOrderingFilter]
     filterset_class = PaperFilter
     pagination_class = FacetedCursorPagination
     extra_query_params = (GROUP_BY_PARAM,)
@@ -252,6 +253,16 @@ class PaperListView(PaperListBase):
                             "until": until,
                         }
         return self._walked_categories_found
+
+    def filter_purpose(self) -> str:
+        """What the filtered papers are read for (``PaperFilter.purpose``): ``"unread"`` when
+        a category walk gives the page and the count (:meth:`page_queryset`,
+        :meth:`list_meta`) and no facet is asked for, so the category filter costs no
+        estimate of its forms; else ``"page"``."""
+        walked = self._walked_categories() is not None and self._newest_first_forwards()
+        if walked and self.request.query_params.get(GROUP_BY_PARAM) is None:
+            return "unread"
+        return "page"
 
     def page_queryset(self, filtered):
         """``author=`` (``affiliation=``) alone, newest first, forwards, few matching names:
