@@ -166,3 +166,28 @@ def test_an_authors_live_papers_are_counted_without_reading_their_rows(api_clien
             cursor.execute("EXPLAIN " + count_sql)
             plan = "\n".join(row[0] for row in cursor.fetchall())
         assert "paper_not_live_idx" in plan and "papers_paper_pkey" not in plan, plan
+
+
+def test_an_authors_summary_counts_live_papers_once_from_their_authorships(api_client):
+    """``paper_count``: each paper that counts once (an author credited twice on a paper as a
+    merge can leave it), withdrawn and deleted papers left out, counted from the
+    authorships and the papers that do not count, not from each paper's row."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from papers.author_selectors import author_paper_count, author_papers
+
+    author = AuthorFactory(name="Emmy Noether")
+    papers = [PaperFactory() for _ in range(5)]
+    papers[0].withdrawn = True
+    papers[0].save()
+    papers[1].deleted_at = timezone.now()
+    papers[1].save()
+    for paper in papers:
+        AuthorshipFactory(paper=paper, author=author, position=0)
+    AuthorshipFactory(paper=papers[4], author=author, position=1)  # credited twice
+    with CaptureQueriesContext(connection) as captured:
+        assert author_paper_count(author=author) == 3 == author_papers(author=author).count()
+    assert "NOT EXISTS" in captured[0]["sql"] and "JOIN" not in captured[0]["sql"]
+    assert api_client.get(f"/api/v1/authors/{author.pk}/").json()["paper_count"] == 3
