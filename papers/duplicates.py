@@ -36,6 +36,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 
+from topicsite.lookups import Ids
 from topicsite.signals import content_changed_on_commit
 
 from .models import Authorship, Paper, PaperDuplicate
@@ -267,7 +268,7 @@ def duplicate_links(paper_ids: Iterable[int]) -> list[tuple[int, int]]:
         return []
     return list(
         PaperDuplicate.objects.exclude(decision=PaperDuplicate.Decision.REJECTED)
-        .filter(Q(paper_id__any=ids) | Q(original_id__any=ids))
+        .filter(Q(paper_id__any=Ids(ids)) | Q(original_id__any=Ids(ids)))
         .values_list("paper_id", "original_id")
     )
 

@@ -48,6 +48,7 @@ from django.db.models import DateField, F, Func, Q, QuerySet
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from papers.models import Paper, PaperEmbedding
+from topicsite.lookups import Ids
 from topicsite.planner import planner_rows, planner_table_rows
 
 from .tagging.classifier import tokenize
@@ -578,7 +579,7 @@ def semantic_ranked(
         neighbours = nearest(vector, k)
         kept = set(
             queryset.order_by()
-            .filter(id__any=[paper_id for paper_id, _ in neighbours])
+            .filter(id__any=Ids(paper_id for paper_id, _ in neighbours))
             .values_list("id", flat=True)
         )
         ranked = [(paper_id, score) for paper_id, score in neighbours if paper_id in kept]

@@ -22,6 +22,7 @@ from django.utils.safestring import mark_safe
 
 from papers.models import Category, Paper
 from topicsite.bidi import needs_isolation
+from topicsite.lookups import Ids
 
 from .cards import PaperCard, paper_cards
 from .models import Assignment, Topic
@@ -254,7 +255,7 @@ def search_page(
     ids = [paper_id for paper_id, _ in results.ranked]
     if sort == "newest" and ids:
         ids = list(
-            Paper.objects.filter(id__any=ids)
+            Paper.objects.filter(id__any=Ids(ids))
             .order_by("-submitted", "-id")
             .values_list("id", flat=True)
         )

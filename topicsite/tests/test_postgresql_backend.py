@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import psycopg
 import pytest
 from django.db import connection, connections
@@ -82,3 +83,38 @@ def test_a_connection_left_in_a_failed_transaction_is_dropped(kept):
     with kept.cursor() as cursor:
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+def test_a_binary_cursor_gives_bytes_and_is_logged_and_wrapped_as_any_cursor():
+    """``binary_cursor``: a ``bytea`` comes back as its bytes (binary format), the query is in
+    ``connection.queries`` when they are captured and goes through execute wrappers, and
+    parameters (an array literal among them) bind as with ``cursor()``."""
+    from django.test.utils import CaptureQueriesContext
+
+    from papers.embeddings.vectors import load_vectors, vector_to_bytes
+    from papers.models import PaperEmbedding
+    from papers.tests.factories import PaperFactory
+
+    paper = PaperFactory()
+    vector = np.arange(4, dtype=np.float32) / 10
+    PaperEmbedding.objects.create(
+        paper=paper, model="m", dimension=4, text_sha256="0" * 64, vector=vector_to_bytes(vector)
+    )
+    seen = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with CaptureQueriesContext(connection) as captured, connection.execute_wrapper(wrapper):
+        with connection.binary_cursor() as cursor:
+            cursor.execute(
+                "SELECT vector, %s::text FROM papers_paperembedding WHERE paper_id = ANY(%s)",
+                ["x", f"{{{paper.pk}}}"],
+            )
+            ((data, text),) = cursor.fetchall()
+        loaded = load_vectors([paper.pk], model="m")
+    assert isinstance(data, bytes) and data == vector_to_bytes(vector) and text == "x"
+    assert len(captured) == 2 and len(seen) == 2
+    np.testing.assert_array_equal(loaded[paper.pk], vector)
+    assert loaded[paper.pk].flags.writeable
