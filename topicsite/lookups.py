@@ -21,22 +21,40 @@ from django.db.models import ForeignKey, IntegerField, Lookup
 
 __all__ = ["AnyOf", "Ids", "register"]
 
+# PostgreSQL's bigint, the array's element type.
+BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
+
+
+def _checked(values) -> list[int]:
+    """``values`` as ints that fit a bigint: ``TypeError`` for a string (which would be read
+    digit by digit) or a value ``int()`` refuses, ``ValueError`` for text that is no
+    integer or an integer out of range, before any SQL is sent."""
+    if isinstance(values, str | bytes):
+        raise TypeError(f"ids are integers, not a string: {values[:40]!r}")
+    ids = [int(value) for value in values]
+    for value in ids:
+        if not BIGINT_MIN <= value <= BIGINT_MAX:
+            raise ValueError(f"id {value} is out of range for a 64-bit integer")
+    return ids
+
 
 class Ids:
     """Integer ids as one lookup value for ``__any`` (see the module docstring): ``ids`` a
-    list of ints, each checked with ``int()`` (``ValueError`` or ``TypeError`` for another
-    value). Not iterable on purpose: Django would walk it item by item."""
+    list of ints, each checked with ``int()`` and against PostgreSQL's bigint range
+    (``ValueError`` or ``TypeError`` for another value or a string). Not iterable on
+    purpose: Django would walk it item by item."""
 
     __slots__ = ("ids",)
 
     def __init__(self, ids: Iterable[int]):
-        self.ids = [int(value) for value in ids]
+        self.ids = _checked(ids)
 
 
 class AnyOf(Lookup):
     """``lhs = ANY(rhs)``; ``rhs`` an iterable of ints or :class:`Ids` (each checked with
-    ``int()``, so a non-integer value raises ``ValueError`` or ``TypeError`` before any SQL is
-    sent). An empty list matches nothing."""
+    ``int()`` and against the bigint range, so a string, a non-integer value or one out of
+    range raises ``TypeError`` or ``ValueError`` before any SQL is sent). An empty list
+    matches nothing."""
 
     lookup_name = "any"
     prepare_rhs = False
@@ -44,7 +62,7 @@ class AnyOf(Lookup):
     def get_prep_lookup(self):
         if isinstance(self.rhs, Ids):
             return self.rhs.ids
-        return [int(value) for value in self.rhs]
+        return _checked(self.rhs)
 
     def as_sql(self, compiler, connection):
         lhs, lhs_params = self.process_lhs(compiler, connection)

@@ -6,6 +6,8 @@ import pytest
 
 from topics.tests.factories import TopicFactory
 
+from .conftest import assert_error
+
 pytestmark = pytest.mark.django_db
 
 URLS = [
@@ -85,3 +87,34 @@ def test_ask_and_private_resources_are_strict_too(client, topic, django_user_mod
     client.force_login(user)
     assert client.get("/api/v1/me/follows/?topic=x").status_code == 400
     assert client.get("/api/v1/me/follows/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("url", "param"),
+    [
+        # An empty page or one object checks fields= as a full page does.
+        ("/api/v1/topics/?q=zzzz&fields=bogus", "fields"),
+        ("/api/v1/papers/?q=zzzzqqqxx&fields=bogus", "fields"),
+        ("/api/v1/topics/llm/?fields=bogus", "fields"),
+        # fields= naming no field.
+        ("/api/v1/topics/?fields=,", "fields"),
+        ("/api/v1/papers/?fields=%20,%20", "fields"),
+        # Parameters a resource would ignore: no page, no field selection, no ordering.
+        ("/api/v1/trends/?fields=weeks", "fields"),
+        ("/api/v1/trends/?ordering=-submitted", "ordering"),
+        ("/api/v1/trends/?page_size=3", "page_size"),
+        ("/api/v1/topics/?ordering=name", "ordering"),
+        ("/api/v1/papers.jsonl?ordering=submitted", "ordering"),
+    ],
+)
+def test_a_parameter_the_resource_would_ignore_is_a_400_naming_it(api_client, world, url, param):
+    assert_error(api_client.get(url), 400, param=param)
+
+
+def test_fields_still_select_on_every_resource_that_documents_them(api_client, world):
+    assert api_client.get("/api/v1/topics/?fields=slug").json()["results"][0].keys() == {"slug"}
+    assert api_client.get("/api/v1/papers/?fields=id,title").json()["results"][0].keys() == {
+        "id",
+        "title",
+    }
+    assert api_client.get("/api/v1/papers/?q=zzzzqqqxx&fields=id").status_code == 200

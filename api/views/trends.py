@@ -35,6 +35,8 @@ from .base import ReadView
 )
 class TrendsView(ReadView):
     filter_backends = [DjangoFilterBackend]
+    # One answer, not a page: no page parameters to accept and ignore.
+    pagination_class = None
     filterset_class = PaperFilter
     extra_query_params = ("weeks", "as_of")
 

@@ -68,3 +68,18 @@ def test_ids_give_the_same_rows_as_a_list_without_django_walking_them(monkeypatc
     assert not Paper.objects.filter(pk__any=Ids([])).exists()
     with pytest.raises((ValueError, TypeError)):
         Ids(["1; DROP TABLE papers_paper"])
+
+
+@pytest.mark.parametrize("bad", [[2**63], [-(2**63) - 1], [10**30], "123", b"12"])
+def test_ids_out_of_range_or_a_string_are_refused_before_any_sql(bad):
+    """A string would be read digit by digit (``"123"`` as ids 1, 2, 3); an id outside
+    PostgreSQL's bigint was a ``DataError`` from the server."""
+    from topicsite.lookups import Ids
+
+    with CaptureQueriesContext(connection) as captured:
+        with pytest.raises((ValueError, TypeError)):
+            Ids(bad)
+        with pytest.raises((ValueError, TypeError)):
+            list(Paper.objects.filter(pk__any=bad))
+    assert not captured.captured_queries
+    assert not Paper.objects.filter(pk__any=Ids([2**63 - 1, -(2**63)])).exists()
