@@ -138,15 +138,11 @@ def test_an_authors_papers_walked_newest_first_both_ways_and_counted(
     assert (meta["count"], meta["count_exact"]) == (9, False)  # its 9 credits
 
 
-def test_an_authors_live_papers_are_counted_without_reading_their_rows(api_client):
-    """The count tests each authorship against the few papers that do not count
-    (``paper_not_live_idx``, papers 0020), an anti-join, not a join reading every paper's row
-    (1,050 pages, 12-20 ms uncached for an 850-paper author at a million papers)."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
+def _author_with_papers_that_do_not_count(name: str):
+    """An author of five papers, the first withdrawn and the second deleted."""
     from django.utils import timezone
 
-    author = AuthorFactory(name="Sophie Germain")
+    author = AuthorFactory(name=name)
     papers = [PaperFactory() for _ in range(5)]
     papers[0].withdrawn = True
     papers[0].save()
@@ -154,6 +150,17 @@ def test_an_authors_live_papers_are_counted_without_reading_their_rows(api_clien
     papers[1].save()
     for paper in papers:
         AuthorshipFactory(paper=paper, author=author, position=0)
+    return author, papers
+
+
+def test_an_authors_live_papers_are_counted_without_reading_their_rows(api_client):
+    """The count tests each authorship against the few papers that do not count
+    (``paper_not_live_idx``, papers 0020), an anti-join, not a join reading every paper's row
+    (1,050 pages, 12-20 ms uncached for an 850-paper author at a million papers)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    author, _papers = _author_with_papers_that_do_not_count("Sophie Germain")
     with CaptureQueriesContext(connection) as captured:
         body = api_client.get(f"/api/v1/authors/{author.pk}/papers/").json()
     assert body["meta"] == {"count": 3, "count_exact": True}
@@ -174,18 +181,10 @@ def test_an_authors_summary_counts_live_papers_once_from_their_authorships(api_c
     authorships and the papers that do not count, not from each paper's row."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
-    from django.utils import timezone
 
     from papers.author_selectors import author_paper_count, author_papers
 
-    author = AuthorFactory(name="Emmy Noether")
-    papers = [PaperFactory() for _ in range(5)]
-    papers[0].withdrawn = True
-    papers[0].save()
-    papers[1].deleted_at = timezone.now()
-    papers[1].save()
-    for paper in papers:
-        AuthorshipFactory(paper=paper, author=author, position=0)
+    author, papers = _author_with_papers_that_do_not_count("Emmy Noether")
     AuthorshipFactory(paper=papers[4], author=author, position=1)  # credited twice
     with CaptureQueriesContext(connection) as captured:
         assert author_paper_count(author=author) == 3 == author_papers(author=author).count()
