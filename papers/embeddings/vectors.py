@@ -68,8 +68,8 @@ def vector_rows(rows: QuerySet) -> list[tuple]:
     """The rows of ``rows`` (a ``values_list`` queryset of embedding rows: plain columns,
     ``vector`` among them), read in PostgreSQL's binary format where the backend offers it
     (``topicsite.postgresql``'s ``binary_cursor``: each vector as its bytes, not hex text;
-    3,300 vectors in 13 ms instead of 39 through the ORM), else through the ORM. One
-    query."""
+    :func:`load_vectors` of 3,300 vectors took 23 ms this way, 37-39 ms through the ORM),
+    else through the ORM. One query."""
     connection = connections[rows.db]
     if not hasattr(connection, "binary_cursor"):
         return list(rows)

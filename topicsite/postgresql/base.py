@@ -41,7 +41,7 @@ class DatabaseWrapper(PostgreSQLDatabaseWrapper):
         debugging, through the execute wrappers, errors as Django's), whose results come in
         PostgreSQL's binary format, its parameters bound by the server. A ``bytea`` then
         arrives as its bytes, not as hex text the client decodes (twice its size): 3,300
-        paper vectors (1,536 bytes each) took 23 ms as text, 13 ms this way. Values come as
+        paper vectors (1,536 bytes each) took 23-28 ms as text, 13-16 ms this way. Values come as
         psycopg loads them (no Django converters); ``%s`` placeholders as with
         :meth:`cursor`."""
         self.close_if_health_check_failed()
