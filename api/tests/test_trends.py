@@ -46,7 +46,16 @@ def test_a_query_trend_matches_each_filter_once_on_the_weeks_papers(api_client, 
     AuthorshipFactory(paper=paper, author=AuthorFactory(name="Zed Twin"), position=5)
     AuthorshipFactory(paper=paper, author=AuthorFactory(name="Zed Twain"), position=6)
     as_of = Paper.objects.order_by("-submitted").values_list("submitted", flat=True)[0]
-    for query in ["q=agents", "q=agents&category=cs.AI", "author=zed", "q=-agents", "author=!zed"]:
+    queries = [
+        "q=agents",
+        "q=agents&category=cs.AI",
+        "author=zed",
+        "author=!zed",
+        "q=-agents",
+        "affiliation=institute",
+        "affiliation=!institute&withdrawn=false",
+    ]
+    for query in queries:
         url = f"/api/v1/trends/?{query}&weeks=60&as_of={as_of.isoformat()}"
         with CaptureQueriesContext(connection) as captured:
             body = api_client.get(url).json()
@@ -57,7 +66,9 @@ def test_a_query_trend_matches_each_filter_once_on_the_weeks_papers(api_client, 
         )
         assert sum(w["count"] for w in body["weeks"]) == expected.count(), query
         if query == "author=zed":
-            assert expected.count() == 1
+            assert expected.count() == 1  # one paper, two matching authors
+        if query == "affiliation=institute":
+            assert expected.count() >= 1
         if query == "q=agents":
             assert expected.count() >= 1
             (per_day,) = [q["sql"] for q in captured if "GROUP BY" in q["sql"] and "@@" in q["sql"]]
