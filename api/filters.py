@@ -224,9 +224,6 @@ class CategoryCodeField(AlternativesField):
     """arXiv category codes (``a|b``, ``!a``), each cleaned to the stored :class:`Category`
     (aliases resolved)."""
 
-    def clean_one(self, value):
-        return self.clean_all([value])[0]
-
     def clean_all(self, values: list[str]) -> list:
         """The categories of ``values``, in order, read in one query; the first unknown code
         is the error."""
