@@ -9,7 +9,15 @@ from pathlib import Path
 
 from kombu import Queue
 
-from .env import env, env_bool, env_database, env_int, env_list, env_redis_url
+from .env import (
+    env,
+    env_bool,
+    env_database,
+    env_int,
+    env_list,
+    env_planner_options,
+    env_redis_url,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -103,6 +111,13 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DJANGO_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# PostgreSQL's planner cost of a page read out of order, for the site's connections. The
+# server's default (4) models spinning disks; on SSD or a database in memory 1.1 is the usual
+# value. With 4 the planner scans a small table whole, once per paper, where it looks up one
+# row (a paper's categories, topics and affiliations in every API list's rows): 1.8-6.5 ms
+# for a page of 25-100 papers at 1M, against 1.2-3.8 ms with 1.1 (bench/README.md, tenth
+# session). Set it empty to keep the server's own setting.
+DATABASE_PLANNER_OPTIONS = env_planner_options("DATABASE_RANDOM_PAGE_COST", "1.1")
 # A PostgreSQL read replica (streaming replication of the primary): readers' GET and HEAD
 # requests read from it, everything else from the primary, and a request that wrote, or came
 # within DATABASE_REPLICA_PIN_SECONDS of one that did, reads the primary (topicsite/dbrouter.py).
@@ -117,6 +132,12 @@ if env.str("DATABASE_REPLICA_URL", default=""):
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
     DATABASE_ROUTERS = ["topicsite.dbrouter.PrimaryReplicaRouter"]
     MIDDLEWARE.insert(0, "topicsite.dbrouter.ReplicaReadsMiddleware")
+for _database in DATABASES.values():
+    if DATABASE_PLANNER_OPTIONS and _database["ENGINE"] == "topicsite.postgresql":
+        _options = _database.setdefault("OPTIONS", {})
+        _options["options"] = " ".join(
+            filter(None, [_options.get("options", ""), DATABASE_PLANNER_OPTIONS])
+        )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_redis_url("REDIS_URL")

@@ -92,6 +92,23 @@ def env_database(name: str, default: str) -> dict:
     return config
 
 
+def env_planner_options(name: str, default: str) -> str:
+    """Read ``name`` as PostgreSQL's ``random_page_cost`` for the site's connections (a number
+    above 0, at most 1000) and return it as libpq's ``options`` (``-c random_page_cost=1.1``);
+    empty when set but empty (the server's own setting stays). Raises ImproperlyConfigured
+    naming the variable for anything else."""
+    raw = env.ENVIRON.get(name, default).strip()
+    if not raw:
+        return ""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if not 0 < value <= 1000:  # also refuses nan and inf
+        raise ImproperlyConfigured(f"{name}={raw!r} must be above 0 and at most 1000.")
+    return f"-c random_page_cost={value:g}"
+
+
 def env_redis_url(name: str) -> str | None:
     """Read ``name`` as a Redis URL (``redis://host:6379/0``); None when unset or empty."""
     raw = env.str(name, default="").strip()

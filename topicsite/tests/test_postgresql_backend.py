@@ -32,6 +32,16 @@ def test_the_settings_use_this_backend():
     assert isinstance(connections["default"], DatabaseWrapper)
 
 
+def test_the_site_plans_with_its_random_page_cost(kept, settings):
+    """Every connection the site opens (a kept one too) has the settings' random_page_cost
+    (DATABASE_RANDOM_PAGE_COST, 1.1 by default), not the server's 4."""
+    assert settings.DATABASE_PLANNER_OPTIONS == "-c random_page_cost=1.1"
+    for wrapper in (connection, kept):
+        with wrapper.cursor() as cursor:
+            cursor.execute("SHOW random_page_cost")
+            assert cursor.fetchone()[0] == "1.1"
+
+
 def test_a_quiet_connection_passes_without_a_query(kept, monkeypatch):
     asked = []
     monkeypatch.setattr(DjangoDatabaseWrapper, "is_usable", lambda self: asked.append(1))

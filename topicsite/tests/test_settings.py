@@ -19,6 +19,7 @@ db = settings.DATABASES["default"]
 print(json.dumps({
     "engine": db["ENGINE"], "name": str(db["NAME"]), "host": db.get("HOST", ""),
     "conn_max_age": db["CONN_MAX_AGE"], "debug": settings.DEBUG,
+    "db_options": db.get("OPTIONS", {}).get("options", ""),
     "cache": settings.CACHES["default"]["BACKEND"],
     "cache_location": settings.CACHES["default"].get("LOCATION", ""),
     "broker": settings.CELERY_BROKER_URL, "eager": settings.CELERY_TASK_ALWAYS_EAGER,
@@ -47,6 +48,9 @@ def show_settings(run_manage, env):
         ("REDIS_URL", "redis://127.0.0.1:notaport/8"),
         ("DATABASE_URL", "postgres://h:notaport/db"),
         ("DATABASE_URL", "sqlite://"),
+        ("DATABASE_RANDOM_PAGE_COST", "fast"),
+        ("DATABASE_RANDOM_PAGE_COST", "0"),
+        ("DATABASE_RANDOM_PAGE_COST", "nan"),
     ],
 )
 def test_malformed_value_stops_start_naming_the_variable(run_manage, name, value):
@@ -84,6 +88,7 @@ def test_valid_values_are_read_as_given(run_manage):
 
     assert shown["engine"] == "topicsite.postgresql"
     assert (shown["name"], shown["host"]) == ("topicsite", "db.example")
+    assert shown["db_options"] == "-c random_page_cost=1.1"
     assert shown["conn_max_age"] == 0
     assert shown["debug"] is False
     assert shown["cache"] == "topicsite.cache.RedisCache"
@@ -116,3 +121,19 @@ def test_oai_sets_set_but_empty_mean_the_whole_repository(run_manage):
         run_manage, env={"ARXIV_OAI_SETS": "cs, stat", "ARXIV_OAI_LOOKBACK_DAYS": "3"}
     )
     assert (given["oai_sets"], given["oai_lookback_days"]) == (["cs", "stat"], 3)
+
+
+@pytest.mark.parametrize(
+    ("value", "options"),
+    [("2", "-c random_page_cost=2"), ("", ""), ("0.5", "-c random_page_cost=0.5")],
+)
+def test_random_page_cost_is_given_to_postgresql_or_left_to_the_server(run_manage, value, options):
+    shown = show_settings(
+        run_manage,
+        env={
+            "DATABASE_URL": "postgres://postgres@db.example:5432/topicsite",
+            "DATABASE_RANDOM_PAGE_COST": value,
+        },
+    )
+
+    assert shown["db_options"] == options
