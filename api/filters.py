@@ -443,8 +443,9 @@ class FilterSet(django_filters.FilterSet):
     walks each filter's field arguments and was a tenth of the Python time of a filtered list.
     A filter's per-instance state is its ``parent`` and ``model`` (set here, as django-filter
     sets them) and, for a filter with ``method``, the ``FilterMethod`` that reaches that
-    parent (made again for the copy); everything else (the field's arguments, the cached form
-    field, which each form deep-copies in turn) is only read. Otherwise the same as
+    parent (made again for the copy), and the field's arguments (``extra``: a filter may
+    write there), copied too; everything else (the cached form field, which each form
+    deep-copies in turn) is only read. Otherwise the same as
     ``django_filters.filterset.BaseFilterSet.__init__``."""
 
     def __init__(self, data=None, queryset=None, *, request=None, prefix=None):
@@ -464,6 +465,9 @@ class FilterSet(django_filters.FilterSet):
 def _bound_copy(declared: django_filters.Filter, *, parent, model) -> django_filters.Filter:
     """A shallow copy of the declared filter ``declared`` for the filterset ``parent``."""
     bound = copy.copy(declared)
+    # Its own field arguments: a filter may write there while making its field (a model
+    # choice filter puts its queryset, a callable's answer for the request, in them).
+    bound.extra = dict(declared.extra)
     if declared.method is not None:
         # The setter makes the FilterMethod that resolves the method on this copy's parent.
         bound.method = declared.method

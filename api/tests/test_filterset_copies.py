@@ -23,6 +23,7 @@ def test_each_filterset_has_its_own_filters_bound_to_it(filterset_class):
         assert mine.parent is first and theirs.parent is second
         assert mine.model is filterset_class._meta.model
         assert not hasattr(declared, "parent")  # the declared filters stay unbound
+        assert mine.extra == declared.extra and mine.extra is not declared.extra
         if declared.method is not None:
             assert mine.filter.f is mine  # FilterMethod reaches this copy's parent
 

@@ -17,6 +17,7 @@ from .env import (
     env_list,
     env_planner_options,
     env_redis_url,
+    postgresql_options,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -116,7 +117,8 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # value. With 4 the planner scans a small table whole, once per paper, where it looks up one
 # row (a paper's categories, topics and affiliations in every API list's rows): 1.8-6.5 ms
 # for a page of 25-100 papers at 1M, against 1.2-3.8 ms with 1.1 (bench/README.md, tenth
-# session). Set it empty to keep the server's own setting.
+# session). A random_page_cost in PGOPTIONS or in the database URL's options wins over it; set
+# it empty to keep the server's, database's or role's own setting.
 DATABASE_PLANNER_OPTIONS = env_planner_options("DATABASE_RANDOM_PAGE_COST", "1.1")
 # A PostgreSQL read replica (streaming replication of the primary): readers' GET and HEAD
 # requests read from it, everything else from the primary, and a request that wrote, or came
@@ -135,8 +137,8 @@ if env.str("DATABASE_REPLICA_URL", default=""):
 for _database in DATABASES.values():
     if DATABASE_PLANNER_OPTIONS and _database["ENGINE"] == "topicsite.postgresql":
         _options = _database.setdefault("OPTIONS", {})
-        _options["options"] = " ".join(
-            filter(None, [_options.get("options", ""), DATABASE_PLANNER_OPTIONS])
+        _options["options"] = postgresql_options(
+            DATABASE_PLANNER_OPTIONS, _options.get("options", "")
         )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

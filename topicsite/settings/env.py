@@ -92,11 +92,16 @@ def env_database(name: str, default: str) -> dict:
     return config
 
 
+# PostgreSQL takes random_page_cost from 0 up, but refuses numbers too small to store
+# normally; nothing outside this range is a sensible cost of a page read.
+RANDOM_PAGE_COST_RANGE = (0.01, 1000.0)
+
+
 def env_planner_options(name: str, default: str) -> str:
     """Read ``name`` as PostgreSQL's ``random_page_cost`` for the site's connections (a number
-    above 0, at most 1000) and return it as libpq's ``options`` (``-c random_page_cost=1.1``);
-    empty when set but empty (the server's own setting stays). Raises ImproperlyConfigured
-    naming the variable for anything else."""
+    from 0.01 to 1000) and return it as libpq's ``options`` (``-c random_page_cost=1.1``);
+    empty when set but empty (the server's, database's or role's own setting stays). Raises
+    ImproperlyConfigured naming the variable for anything else."""
     raw = env.ENVIRON.get(name, default).strip()
     if not raw:
         return ""
@@ -104,9 +109,21 @@ def env_planner_options(name: str, default: str) -> str:
         value = float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
-    if not 0 < value <= 1000:  # also refuses nan and inf
-        raise ImproperlyConfigured(f"{name}={raw!r} must be above 0 and at most 1000.")
-    return f"-c random_page_cost={value:g}"
+    low, high = RANDOM_PAGE_COST_RANGE
+    if not low <= value <= high:  # also refuses nan and inf
+        raise ImproperlyConfigured(f"{name}={raw!r} must be from {low:g} to {high:g}.")
+    # repr: every digit of the value as read, in a form PostgreSQL reads (1.1, 2.0, 0.5).
+    return f"-c random_page_cost={value!r}"
+
+
+def postgresql_options(site_options: str, url_options: object = "") -> str:
+    """libpq's ``options`` for a site connection: ``site_options`` first, then the database
+    URL's own ``url_options`` or, when it has none, the environment's ``PGOPTIONS`` (what
+    libpq itself would send: it reads ``PGOPTIONS`` only for a connection without
+    ``options``, and every site connection now has some). PostgreSQL applies them in order,
+    so an operator's setting in either wins over the site's default."""
+    operator = str(url_options or "").strip() or env.ENVIRON.get("PGOPTIONS", "").strip()
+    return " ".join(part for part in (site_options.strip(), operator) if part)
 
 
 def env_redis_url(name: str) -> str | None:

@@ -16,8 +16,9 @@ import pytest
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 # Variables the settings read; a child starts without any of them unless a test sets them.
-_SETTINGS_PREFIXES = ("DJANGO_", "ARXIV_", "CELERY_")
-_SETTINGS_NAMES = {"DATABASE_URL", "REDIS_URL"}
+_SETTINGS_PREFIXES = ("DJANGO_", "ARXIV_", "CELERY_", "DATABASE_")
+# PGOPTIONS: libpq's, which the settings fold into the connections' options.
+_SETTINGS_NAMES = {"REDIS_URL", "PGOPTIONS"}
 
 
 def manage_env(**overrides: str) -> dict[str, str]:

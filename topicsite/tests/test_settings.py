@@ -51,6 +51,9 @@ def show_settings(run_manage, env):
         ("DATABASE_RANDOM_PAGE_COST", "fast"),
         ("DATABASE_RANDOM_PAGE_COST", "0"),
         ("DATABASE_RANDOM_PAGE_COST", "nan"),
+        # PostgreSQL refuses a number too small to store normally: every connection failed.
+        ("DATABASE_RANDOM_PAGE_COST", "1e-310"),
+        ("DATABASE_RANDOM_PAGE_COST", "1001"),
     ],
 )
 def test_malformed_value_stops_start_naming_the_variable(run_manage, name, value):
@@ -125,7 +128,13 @@ def test_oai_sets_set_but_empty_mean_the_whole_repository(run_manage):
 
 @pytest.mark.parametrize(
     ("value", "options"),
-    [("2", "-c random_page_cost=2"), ("", ""), ("0.5", "-c random_page_cost=0.5")],
+    [
+        ("2", "-c random_page_cost=2.0"),
+        ("", ""),
+        ("0.5", "-c random_page_cost=0.5"),
+        (" 1e3 ", "-c random_page_cost=1000.0"),
+        ("1.0000001", "-c random_page_cost=1.0000001"),
+    ],
 )
 def test_random_page_cost_is_given_to_postgresql_or_left_to_the_server(run_manage, value, options):
     shown = show_settings(
@@ -137,3 +146,44 @@ def test_random_page_cost_is_given_to_postgresql_or_left_to_the_server(run_manag
     )
 
     assert shown["db_options"] == options
+
+
+SHOW_PLANNER = """
+from django.db import connection
+with connection.cursor() as cursor:
+    cursor.execute(
+        "SELECT current_setting('random_page_cost'), current_setting('statement_timeout')"
+    )
+    print("|".join(cursor.fetchone()))
+"""
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("url_options", "pgoptions", "value", "shown"),
+    [
+        ("", "", None, "1.1|0"),
+        # libpq reads PGOPTIONS only for a connection without options: the settings keep it.
+        ("", "-c statement_timeout=5s", None, "1.1|5s"),
+        ("", "-c random_page_cost=3", None, "3|0"),
+        # The URL's options win over the site's default, and PGOPTIONS is not read beside them.
+        ("?options=-c%20random_page_cost%3D4", "-c statement_timeout=5s", None, "4|0"),
+        ("", "-c statement_timeout=5s", "", "4|5s"),
+        ("", "", "2", "2|0"),
+    ],
+)
+def test_an_operators_own_planner_settings_win_on_a_live_connection(
+    run_manage, url_options, pgoptions, value, shown
+):
+    """Connected to the real server (the test database): what the connection reports."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}{url_options}"
+    env = {"DATABASE_URL": url, "PGOPTIONS": pgoptions}
+    if value is not None:
+        env["DATABASE_RANDOM_PAGE_COST"] = value
+    result = run_manage("shell", "-v", "0", "-c", SHOW_PLANNER, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == shown
