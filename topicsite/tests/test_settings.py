@@ -6,6 +6,7 @@ given; production refuses to start without a secret key.
 """
 
 import json
+from urllib.parse import quote
 
 import pytest
 
@@ -179,7 +180,11 @@ def test_an_operators_own_planner_settings_win_on_a_live_connection(
     from django.db import connection
 
     db = connection.settings_dict
-    url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}{url_options}"
+    login = quote(db["USER"] or "postgres", safe="")
+    if db["PASSWORD"]:
+        login += ":" + quote(db["PASSWORD"], safe="")
+    host, port = db["HOST"] or "127.0.0.1", db["PORT"] or 5432
+    url = f"postgres://{login}@{host}:{port}/{db['NAME']}{url_options}"
     env = {"DATABASE_URL": url, "PGOPTIONS": pgoptions}
     if value is not None:
         env["DATABASE_RANDOM_PAGE_COST"] = value
