@@ -39,7 +39,7 @@ def pytest_xdist_make_scheduler(config, log):
 @pytest.fixture(autouse=True)
 def _clear_cache(request):
     """Each test starts with an empty cache (the Redis test database is shared by the suite)
-    and no semantic corpus sample read from another test's (rolled-back) papers.
+    and no semantic corpus sample or category read from another test's (rolled-back) rows.
 
     Plain-Python tests (parsers) can run without Django: ``pytest -p no:django``.
     """
@@ -48,6 +48,7 @@ def _clear_cache(request):
         return
     from django.core.cache import caches
 
+    from papers.categories import categories_forget
     from topics.tagging import semantic
     from topicsite import cache as topicsite_cache
 
@@ -56,6 +57,7 @@ def _clear_cache(request):
     for alias in caches.settings:  # Redis, and the web process's own copies of pages
         caches[alias].clear()
     semantic._corpus = None
+    categories_forget()  # the process's copy of categories another test stored
     yield
     for alias in caches.settings:
         caches[alias].clear()

@@ -48,8 +48,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 
+from papers.categories import categories_by_code
 from papers.identifiers import InvalidArxivId, parse_arxiv_id
-from papers.models import Affiliation, Author, Authorship, Category, Paper, PaperAffiliation
+from papers.models import Affiliation, Author, Authorship, Paper, PaperAffiliation
 from papers.taxonomy import UnknownCategory, canonical_category
 from topics.index import topic_index
 from topics.models import Assignment, Topic
@@ -235,7 +236,7 @@ class CategoryCodeField(AlternativesField):
                 codes.append(canonical_category(value))
             except UnknownCategory:
                 codes.append(None)
-        stored = Category.objects.in_bulk([code for code in codes if code], field_name="code")
+        stored = categories_by_code(code for code in codes if code)
         for value, code in zip(values, codes, strict=True):
             if stored.get(code) is None:
                 raise forms.ValidationError(

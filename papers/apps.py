@@ -6,4 +6,7 @@ class PapersConfig(AppConfig):
     verbose_name = "Papers"
 
     def ready(self):
-        from . import receivers  # noqa: F401  (embedding, near-duplicates)
+        from . import (
+            categories,  # noqa: F401  (its copy forgets edited categories)
+            receivers,  # noqa: F401  (embedding, near-duplicates)
+        )

@@ -1,10 +1,14 @@
-"""category_sync: arXiv's canonical categories stored once."""
+"""category_sync: arXiv's canonical categories stored once; categories_by_code: read by code
+from the process's copy."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from papers.categories import category_sync
+from papers import categories as papers_categories
+from papers.categories import categories_by_code, category_sync
 from papers.models import (
     Category,
 )
@@ -31,3 +35,48 @@ def test_category_sync_stores_canonical_categories_once():
         "grp_physics",
     )
     assert Category.objects.get(code="cs.CL").is_active is True
+
+
+def test_categories_by_code_reads_each_code_once_per_process(django_assert_num_queries):
+    category_sync()
+    with django_assert_num_queries(1):
+        first = categories_by_code(["cs.CL", "cs.LG", "xx.NOPE"])
+    assert set(first) == {"cs.CL", "cs.LG"}
+    assert first["cs.CL"] == Category.objects.get(code="cs.CL")
+    with django_assert_num_queries(0):
+        again = categories_by_code(["cs.LG", "cs.CL"])
+    assert again["cs.LG"] is first["cs.LG"]
+    # A code the copy lacks is read (alone): a category stored since is found at once.
+    Category.objects.filter(code="cs.CL").delete()
+    Category.objects.bulk_create([Category(code="zz.NEW", name="New", archive="zz")])
+    with django_assert_num_queries(1):
+        found = categories_by_code(["zz.NEW", "cs.LG"])
+    assert set(found) == {"zz.NEW", "cs.LG"}
+
+
+def test_categories_by_code_forgets_edits_syncs_and_old_copies(monkeypatch):
+    category_sync()
+    kept = categories_by_code(["cs.CL"])["cs.CL"]
+    # A curator's edit in this process (post_save): the code it had is no longer found.
+    kept.code = "cs.XX"
+    kept.save()
+    assert categories_by_code(["cs.CL"]) == {}
+    assert categories_by_code(["cs.XX"])["cs.XX"].pk == kept.pk
+    # A sync (bulk_create, no signal) forgets what the copy held, whatever changed.
+    Category.objects.filter(pk=kept.pk).update(code="cs.CL")  # no signal: cs.XX still kept
+    assert categories_by_code(["cs.XX"])["cs.XX"].pk == kept.pk
+    category_sync()
+    assert categories_by_code(["cs.XX"]) == {}
+    restored = categories_by_code(["cs.CL"])["cs.CL"]
+    assert restored.pk == kept.pk
+    # A delete in this process (post_delete).
+    Category.objects.filter(code="cs.SE").delete()
+    assert categories_by_code(["cs.SE"]) == {}
+    # Another process's edit (no signal here) is seen once the copy is older than allowed.
+    assert categories_by_code(["cs.CL"])["cs.CL"].pk == restored.pk
+    Category.objects.filter(pk=restored.pk).update(code="cs.YY")
+    assert categories_by_code(["cs.CL"])["cs.CL"].pk == restored.pk
+    clock = time.monotonic() + papers_categories.CATEGORIES_KEPT_SECONDS + 1
+    monkeypatch.setattr(papers_categories.time, "monotonic", lambda: clock)
+    assert categories_by_code(["cs.CL"]) == {}
+    assert categories_by_code(["cs.YY"])["cs.YY"].pk == restored.pk
