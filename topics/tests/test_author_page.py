@@ -244,7 +244,13 @@ def test_page_ids_and_days_read_from_authorships_match_the_papers_definition(top
     submitted date moved in its new place."""
     from django.utils import timezone
 
-    from papers.author_selectors import author_paper_ids, author_papers, author_papers_per_day
+    from papers.author_selectors import (
+        author_newest_live_paper_ids,
+        author_paper_count_capped,
+        author_paper_ids,
+        author_papers,
+        author_papers_per_day,
+    )
 
     author = AuthorFactory(name="Prolific Author")
     papers = [authored(author, submitted=NEWEST - dt.timedelta(days=n % 9)) for n in range(14)]
@@ -262,6 +268,21 @@ def test_page_ids_and_days_read_from_authorships_match_the_papers_definition(top
         assert (
             author_paper_ids(author=author, limit=4, offset=offset) == expected[offset : offset + 4]
         )
+    # The API's pages (after a cursor's position) and capped counts, from the same walk.
+    submitted = dict(author_papers(author=author).values_list("pk", "submitted"))
+    assert author_newest_live_paper_ids(author=author, limit=5) == expected[:5]
+    for position in (0, 3, 10, 11):
+        before = (submitted[expected[position]], expected[position])
+        assert (
+            author_newest_live_paper_ids(author=author, limit=4, before=before)
+            == expected[position + 1 : position + 5]
+        )
+    assert [author_paper_count_capped(author=author, cap=cap) for cap in (0, 5, 12, 100)] == [
+        0,
+        5,
+        12,
+        12,
+    ]
     days = dict(
         author_papers_per_day(author=author, since=NEWEST - dt.timedelta(days=30), until=NEWEST)
     )
