@@ -11,7 +11,7 @@ import pytest
 from django.db import connection, connections
 from django.db.backends.postgresql.base import DatabaseWrapper as DjangoDatabaseWrapper
 
-from topicsite.postgresql.base import DatabaseWrapper
+from topicsite.postgresql.base import DatabaseWrapper, json_loads
 
 pytestmark = [
     pytest.mark.django_db,
@@ -128,3 +128,30 @@ def test_a_binary_cursor_gives_bytes_and_is_logged_and_wrapped_as_any_cursor():
     assert len(captured) == 2 and len(seen) == 2
     np.testing.assert_array_equal(loaded[paper.pk], vector)
     assert loaded[paper.pk].flags.writeable
+
+
+def test_json_values_are_read_by_orjson_and_jsonb_is_left_to_django():
+    from topics.models import ClassifierModel
+
+    big = 2**70  # beyond orjson's 64 bits: json.loads reads it
+    with connection.cursor() as cursor:
+        cursor.execute(
+            'SELECT \'{"a": [1, "é", null, 1.5]}\'::json, %s::json, \'{"b": 2}\'::jsonb',
+            [f'{{"big": {big}, "lone": "\\ud800"}}'],
+        )
+        plain, refused, binary = cursor.fetchone()
+    json_oid = psycopg.adapters.types["json"].oid
+    for format in (psycopg.pq.Format.TEXT, psycopg.pq.Format.BINARY):
+        loader = connection.connection.adapters.get_loader(json_oid, format)
+        assert loader._loads is json_loads
+    assert plain == {"a": [1, "é", None, 1.5]}
+    assert refused == {"big": big, "lone": "\ud800"}
+    assert binary == '{"b": 2}'  # Django's text loader: JSONField decodes it
+    with connection.binary_cursor() as cursor:
+        cursor.execute("SELECT json_build_array(1, 'x'), '[2]'::json")
+        assert cursor.fetchone() == ([1, "x"], [2])
+    # A JSONField (jsonb) still round-trips through Django.
+    model = ClassifierModel.objects.create(
+        version=1, artifact=b"", metrics={"f1": [1, 2], "n": big}
+    )
+    assert ClassifierModel.objects.get(pk=model.pk).metrics == {"f1": [1, 2], "n": big}
