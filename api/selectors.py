@@ -413,7 +413,9 @@ def paper_by_api_id(api_id: str, queryset: QuerySet[Paper] | None = None) -> Pap
     ``2401.01234v2``, ``hep-th/9901001v1``, ``arXiv:…``) or ``local:<pk>``.
 
     A version resolves to the paper if the paper has that version. Raises
-    :class:`PaperNotFound` otherwise.
+    :class:`PaperNotFound` otherwise. From ``queryset`` (:func:`papers_for_api` by default);
+    from :func:`paper_rows` the paper is its row (one query on PostgreSQL, not six: pass it
+    through :func:`rows_of`).
     """
     queryset = papers_for_api() if queryset is None else queryset
     if api_id.startswith(LOCAL_PREFIX):
@@ -432,10 +434,9 @@ def paper_by_api_id(api_id: str, queryset: QuerySet[Paper] | None = None) -> Pap
     if paper is None:
         raise PaperNotFound(f"No paper with arXiv identifier {canonical!r} is stored.")
     # An unknown latest version (None) cannot rule a pinned version out.
-    if version is not None and paper.latest_version is not None and version > paper.latest_version:
-        raise PaperNotFound(
-            f"{canonical} has versions v1 to v{paper.latest_version}; there is no v{version}."
-        )
+    latest = paper["latest_version"] if isinstance(paper, dict) else paper.latest_version
+    if version is not None and latest is not None and version > latest:
+        raise PaperNotFound(f"{canonical} has versions v1 to v{latest}; there is no v{version}.")
     return paper
 
 
@@ -573,7 +574,7 @@ def paper_by_doi(text: str, queryset: QuerySet[Paper] | None = None) -> Paper:
     arXiv DOI ``10.48550/arXiv.<arXiv id>`` resolves as that arXiv id does; any other DOI is
     looked up among the papers' journal DOIs (``Paper.dois``), the lowest id first when
     several papers carry it. Raises :class:`InvalidDoi` (malformed) or
-    :class:`PaperNotFound`."""
+    :class:`PaperNotFound`. ``queryset`` as for :func:`paper_by_api_id`."""
     doi = normalize_doi(text)
     if doi.lower().startswith(_ARXIV_DOI_PREFIX):
         return paper_by_api_id(doi, queryset)

@@ -77,3 +77,28 @@ def test_a_doi_with_quotes_and_letters_beyond_ascii_matches_only_itself(api_clie
     assert found.status_code == 200, found.content
     assert found.json()["id"] == "2609.00002"
     assert api_client.get("/api/v1/papers/doi/10.5555/Ünï/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "papers/2609.00001/",
+        "papers/2609.00001v1/",
+        "papers/doi/10.48550/arXiv.2609.00001/",
+        "papers/doi/10.1234/agents.2026/",
+    ],
+)
+def test_one_paper_is_read_as_its_row_in_one_query(api_client, world, path):
+    """A paper by id or DOI is read as a list reads its papers (``api.selectors.paper_rows``,
+    one query on PostgreSQL), and answered as the list shows it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        response = api_client.get(f"/api/v1/{path}")
+    assert response.status_code == 200, response.content
+    if connection.vendor == "postgresql":
+        assert len(queries) == 1, queries.captured_queries
+    shown = response.json()
+    listed = api_client.get("/api/v1/papers/?page_size=100").json()["results"]
+    assert shown == next(paper for paper in listed if paper["id"] == shown["id"])

@@ -53,7 +53,6 @@ from ..selectors import (
     authorships_of,
     paper_by_api_id,
     paper_by_doi,
-    paper_row,
     paper_rows,
     papers_in_order,
     rows_last_modified,
@@ -371,10 +370,10 @@ class PaperDetailView(ReadView):
 
     def get(self, request, paper_id):
         try:
-            paper = paper_by_api_id(paper_id)
+            paper = paper_by_api_id(paper_id, paper_rows())
         except PaperNotFound as error:
             raise NotFound(str(error)) from None
-        row = paper_row(paper)
+        (row,) = rows_of([paper])
         self.last_modified = row["last_modified"]
         return Response(self.get_serializer(row).data)
 
@@ -403,12 +402,12 @@ class PaperByDoiView(ReadView):
 
     def get(self, request, doi):
         try:
-            paper = paper_by_doi(doi)
+            paper = paper_by_doi(doi, paper_rows())
         except InvalidDoi as error:
             raise ValidationError({"doi": [str(error)]}) from None
         except PaperNotFound as error:
             raise NotFound(str(error)) from None
-        row = paper_row(paper)
+        (row,) = rows_of([paper])
         self.last_modified = row["last_modified"]
         return Response(self.get_serializer(row).data)
 
