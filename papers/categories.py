@@ -23,6 +23,7 @@ CATEGORIES_KEPT_SECONDS = 60.0
 
 _kept: dict[str, Category] = {}
 _kept_since = 0.0  # time.monotonic() of the copy's first row
+_kept_generation = 0  # moved on by every categories_forget
 _kept_lock = threading.Lock()
 
 
@@ -36,8 +37,11 @@ def categories_by_code(codes: Iterable[str]) -> dict[str, Category]:
     :data:`CATEGORIES_KEPT_SECONDS`, and reads only codes it lacks (one query, none when it
     has them all; a code asked for and not stored is asked again next time, so a category
     created since is found at once). This process's own saves, deletes and syncs forget the
-    copy at once (:func:`categories_forget`). The instances are shared between requests:
-    read them, never change them."""
+    copy (:func:`categories_forget`) when they happen and again when they commit, and a read
+    that a forgetting overtook is not kept: another thread cannot keep the row as it was
+    before the edit. (A read made inside the transaction that changed a category, which then
+    rolls back, is kept for the time left.) The instances are shared between requests: read
+    them, never change them."""
     global _kept_since
     wanted = set(codes)
     now = time.monotonic()
@@ -45,27 +49,39 @@ def categories_by_code(codes: Iterable[str]) -> dict[str, Category]:
         if now - _kept_since > CATEGORIES_KEPT_SECONDS:
             _kept.clear()
         found = {code: _kept[code] for code in wanted if code in _kept}
+        generation = _kept_generation
     missing = wanted - found.keys()
     if missing:
         read = Category.objects.in_bulk(missing, field_name="code")
         with _kept_lock:
-            if not _kept:
-                _kept_since = now
-            _kept.update(read)
+            if generation == _kept_generation:
+                if not _kept:
+                    _kept_since = now
+                _kept.update(read)
         found.update(read)
     return found
 
 
 def categories_forget() -> None:
-    """Drop this process's copy of the categories (:func:`categories_by_code`)."""
+    """Drop this process's copy of the categories (:func:`categories_by_code`), and keep
+    none of the reads under way."""
+    global _kept_generation
     with _kept_lock:
         _kept.clear()
+        _kept_generation += 1
+
+
+def _categories_changed(using: str | None = None) -> None:
+    """Forget the copy now and when the change (on database ``using``) commits: until then
+    another thread may read the row as it was before the change."""
+    categories_forget()
+    transaction.on_commit(categories_forget, using=using)
 
 
 @receiver(post_save, sender=Category, dispatch_uid="papers.categories_forget_saved")
 @receiver(post_delete, sender=Category, dispatch_uid="papers.categories_forget_deleted")
-def _category_changed(sender, **kwargs) -> None:
-    categories_forget()
+def _category_changed(sender, using, **kwargs) -> None:
+    _categories_changed(using)
 
 
 def category_sync() -> int:
@@ -83,7 +99,7 @@ def category_sync() -> int:
             unique_fields=["code"],
             update_fields=["name", "archive", "archive_name", "group", "group_name", "is_active"],
         )
-    categories_forget()  # bulk_create sends no post_save
+    _categories_changed()  # bulk_create sends no post_save
     return len(infos)
 
 
@@ -98,7 +114,7 @@ def category_ids_ensure(codes: set[str]) -> dict[str, int]:
             [_category_row(get_category(code)) for code in sorted(missing)],
             ignore_conflicts=True,
         )
-        categories_forget()
+        _categories_changed()
         found = dict(Category.objects.filter(code__in=codes).values_list("code", "pk"))
     return found
 

@@ -10,9 +10,13 @@ definition of the read (its conditions come from the models' own, such as
 ``papers.querysets.LIVE``), and the SQL is what Django would run.
 
 Only for values Django passes to the database as they are: ints and dates, on PostgreSQL
-(its backend adapts neither). A value that changes the SQL's shape (a slice's ``LIMIT``, a
-list of any length) cannot be a marker: append such clauses to :meth:`CompiledQuery.sql`
-yourself, as parameters.
+(its backend adapts neither). An int marker is a negative number within PostgreSQL's
+``integer``: it suits ``integer`` and ``bigint`` columns (keys, counts), not a small-integer
+or positive-only field, whose lookups Django folds at compile time for a value outside their
+range (dropping the condition, or raising ``EmptyResultSet``): the first run then fails
+loudly (``ValueError`` below, or Django's error), never silently. A value that changes the
+SQL's shape (a slice's ``LIMIT``, a list of any length) cannot be a marker: append such
+clauses to :meth:`CompiledQuery.sql` yourself, as parameters.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from django.db.models import QuerySet
 
 __all__ = ["CompiledQuery"]
 
-# Markers: ints and dates no caller passes (far below any key; the first days of year 1).
-_INT_MARKER_BASE = -(2**62)
+# Markers: ints and dates no caller passes (PostgreSQL integer's most negative values, far
+# below any key; the first days of year 1).
+_INT_MARKER_BASE = -(2**31)
 _DATE_MARKER_BASE = dt.date(1, 1, 1)
 
 
@@ -45,7 +50,7 @@ class CompiledQuery:
         self._markers: dict[str, object] = {}
         for index, (name, kind) in enumerate(kinds.items()):
             if kind is int:
-                self._markers[name] = _INT_MARKER_BASE - index
+                self._markers[name] = _INT_MARKER_BASE + index
             elif kind is dt.date:
                 self._markers[name] = _DATE_MARKER_BASE + dt.timedelta(days=index)
             else:

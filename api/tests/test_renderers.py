@@ -70,3 +70,14 @@ def test_the_api_answers_with_this_renderer(api_client):
     assert response.status_code == 200
     assert type(response.accepted_renderer) is JSONRenderer
     assert response["Content-Type"] == "application/json"
+
+
+def test_the_fallback_gets_what_orjson_drew_from_one_shot_iterators():
+    """orjson fails on the integer after it used the generator up: DRF's renderer is given
+    what the encoder made of it (found by a breaker helper)."""
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    ours = JSONRenderer().render({"gen": (x for x in (1, when, "z")), "huge": 2**70})
+    expected = DRFJSONRenderer().render({"gen": (x for x in (1, when, "z")), "huge": 2**70})
+    assert (
+        ours == expected == b'{"gen":[1,"2026-01-02T03:04:05Z","z"],"huge":1180591620717411303424}'
+    )

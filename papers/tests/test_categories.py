@@ -3,9 +3,12 @@ from the process's copy."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
+from django.db import connections, transaction
+from django.db.models import QuerySet
 
 from papers import categories as papers_categories
 from papers.categories import categories_by_code, category_sync
@@ -80,3 +83,48 @@ def test_categories_by_code_forgets_edits_syncs_and_old_copies(monkeypatch):
     monkeypatch.setattr(papers_categories.time, "monotonic", lambda: clock)
     assert categories_by_code(["cs.CL"]) == {}
     assert categories_by_code(["cs.YY"])["cs.YY"].pk == restored.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_read_by_another_thread_before_an_edit_commits_is_forgotten_at_the_commit():
+    """The admin saves in a transaction: the copy is forgotten at the save, and again at the
+    commit, since another thread (gunicorn's) may read the row as it was in between (found by
+    a breaker helper)."""
+    category = Category.objects.create(code="cs.AI", name="AI", archive="cs")
+    with transaction.atomic():
+        category.code = "cs.CV"
+        category.save()
+        seen = {}
+
+        def read():
+            try:
+                seen.update(categories_by_code(["cs.AI"]))
+            finally:
+                connections.close_all()  # the thread's own connection
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join()
+        assert set(seen) == {"cs.AI"}  # the committed row, kept by that read
+    assert categories_by_code(["cs.AI"]) == {}
+    assert categories_by_code(["cs.CV"])["cs.CV"].pk == category.pk
+
+
+def test_a_read_a_forgetting_overtook_is_not_kept(monkeypatch, django_assert_num_queries):
+    """A thread reads, another forgets (a delete, a sync) before the first keeps its rows:
+    they are given to the first caller, not kept."""
+    category_sync()
+    read = QuerySet.in_bulk
+
+    def read_then_forgotten(self, *args, **kwargs):
+        found = read(self, *args, **kwargs)
+        papers_categories.categories_forget()
+        return found
+
+    monkeypatch.setattr(QuerySet, "in_bulk", read_then_forgotten)
+    assert set(categories_by_code(["cs.LG"])) == {"cs.LG"}
+    monkeypatch.setattr(QuerySet, "in_bulk", read)
+    with django_assert_num_queries(1):
+        assert set(categories_by_code(["cs.LG"])) == {"cs.LG"}
+    with django_assert_num_queries(0):
+        categories_by_code(["cs.LG"])

@@ -17,8 +17,9 @@ connection at the end of that request (``close_if_unusable_or_obsolete``).
 It also gives :meth:`DatabaseWrapper.binary_cursor`, for reads of many ``bytea`` values, and
 reads ``json`` values (not ``jsonb``, which Django's ``JSONField`` decodes itself) with orjson:
 a page of API rows decodes one JSON array per paper (``api.selectors.paper_rows``), 1.3 ms of
-a 100-paper page with ``json.loads``. A document orjson refuses (an integer beyond 64 bits, a
-lone surrogate escape) is read by ``json.loads`` as before.
+a 100-paper page with ``json.loads``. A document that may hold an integer beyond 64 bits
+(which orjson reads as a float) or that orjson refuses (a lone surrogate escape) is read by
+``json.loads`` as before.
 
 The drill ``drills/restart_postgres.py`` restarts the server under load and checks that
 requests recover, and ``topicsite/tests/test_postgresql_backend.py`` kills a connection's
@@ -28,6 +29,7 @@ server process and checks that the next request's check finds it.
 from __future__ import annotations
 
 import json
+import re
 import select
 
 import orjson
@@ -39,10 +41,18 @@ from psycopg.types.json import JsonBinaryLoader, JsonLoader
 __all__ = ["DatabaseWrapper"]
 
 
+# 19 digits or more: an integer there may lie beyond 64 bits, which orjson reads as a float
+# (-9223372036854775809 and 2**64 alike), where json.loads keeps it exact.
+_LONG_NUMBER = re.compile(rb"\d{19}")
+
+
 def json_loads(data: bytes):
-    """A ``json`` value's document (bytes, UTF-8) as Python: orjson's reading, or
-    ``json.loads``' for a document orjson refuses. Raises ``ValueError`` (a
-    ``json.JSONDecodeError``) for text that is not JSON."""
+    """A ``json`` value's document (bytes, UTF-8) as Python, as ``json.loads`` reads it:
+    read by orjson, unless it holds a run of 19 digits or more (an integer beyond 64 bits
+    would be a float) or orjson refuses it. Raises ``ValueError`` (a ``json.JSONDecodeError``)
+    for text that is not JSON."""
+    if _LONG_NUMBER.search(data):
+        return json.loads(data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:

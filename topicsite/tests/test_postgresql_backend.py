@@ -146,6 +146,15 @@ def test_json_values_are_read_by_orjson_and_jsonb_is_left_to_django():
         assert loader._loads is json_loads
     assert plain == {"a": [1, "é", None, 1.5]}
     assert refused == {"big": big, "lone": "\ud800"}
+    # Beyond 64 bits orjson gives a float: such numbers, and those alone, read exactly.
+    for number in (2**64, -(2**63) - 1, 10**30, 2**63 - 1, -(2**63)):
+        assert json_loads(f'{{"n": [{number}]}}'.encode()) == {"n": [number]}
+        assert type(json_loads(f"[{number}]".encode())[0]) is int
+    assert json_loads(b'["\\ud800"]') == ["\ud800"]  # orjson refuses it
+    assert json_loads(b'{"x": 1.5, "s": "1234567890123456789012"}') == {
+        "x": 1.5,
+        "s": "1234567890123456789012",
+    }
     assert binary == '{"b": 2}'  # Django's text loader: JSONField decodes it
     with connection.binary_cursor() as cursor:
         cursor.execute("SELECT json_build_array(1, 'x'), '[2]'::json")
