@@ -69,6 +69,7 @@ from django.middleware.csrf import InvalidTokenFormat, _check_token_format
 from django.utils.cache import patch_cache_control, patch_vary_headers, quote_etag
 
 from .holes import holes_fill, holes_fill_tagged, holes_share
+from .readers import signed_in_user
 
 _PREFIX = "pagecache:v1"
 # The site-wide version; other caches of rendered HTML read it too (topics.views' cards).
@@ -376,13 +377,17 @@ def _reader_page(view, key: str, request, args, kwargs):
         key, settings.READER_PAGE_CACHE_SECONDS, render, show, etag=True
     )
     if fillings and response.has_header("ETag"):
-        # The kept ETag is the shared copy's: with this reader's fillings it tells their
-        # pages apart as the bodies would, and the 80 KB page is not hashed per request.
-        shared_tag = response["ETag"]
-        response["ETag"] = quote_etag(
-            hashlib.md5(f"{shared_tag}:{fillings[0]}".encode(), usedforsecurity=False).hexdigest()
-        )
+        response["ETag"] = _filled_etag(response["ETag"], fillings[0])
     return _personal(response, state)
+
+
+def _filled_etag(shared_tag: str, filled: str) -> str:
+    """The ``ETag`` of a shared copy whose ``ETag`` is ``shared_tag`` filled for a reader
+    (``filled``: the fillings' tag, ``holes_fill_tagged``): it tells their pages apart as the
+    bodies would, and the 80 KB page is not hashed per request."""
+    return quote_etag(
+        hashlib.md5(f"{shared_tag}:{filled}".encode(), usedforsecurity=False).hexdigest()
+    )
 
 
 def _personal(response, state: str):
@@ -434,12 +439,35 @@ class PageCacheMiddleware:
     """
 
     def __init__(self, get_response):
+        from django.contrib.messages.middleware import MessageMiddleware
+        from django.contrib.sessions.middleware import SessionMiddleware
         from django.middleware.clickjacking import XFrameOptionsMiddleware
+        from django.middleware.csrf import CsrfViewMiddleware
 
         self.get_response = get_response
+        installed = settings.MIDDLEWARE
         self._xframe = (
             XFrameOptionsMiddleware(get_response)
-            if "django.middleware.clickjacking.XFrameOptionsMiddleware" in settings.MIDDLEWARE
+            if "django.middleware.clickjacking.XFrameOptionsMiddleware" in installed
+            else None
+        )
+        # A signed-in reader's hit runs these middlewares' own hooks (the stack below them is
+        # skipped); without any of them installed, signed-in readers take the full stack.
+        self._reader_stack = (
+            (
+                SessionMiddleware(get_response),
+                CsrfViewMiddleware(get_response),
+                MessageMiddleware(get_response),
+            )
+            if all(
+                path in installed
+                for path in (
+                    "django.contrib.sessions.middleware.SessionMiddleware",
+                    "django.middleware.csrf.CsrfViewMiddleware",
+                    "django.contrib.auth.middleware.AuthenticationMiddleware",
+                    "django.contrib.messages.middleware.MessageMiddleware",
+                )
+            )
             else None
         )
 
@@ -448,7 +476,7 @@ class PageCacheMiddleware:
         return self.get_response(request) if response is None else response
 
     def _hit(self, request):
-        if not settings.PAGE_CACHE_SECONDS or "pages" not in settings.CACHES:
+        if "pages" not in settings.CACHES:
             return None
         query = request.META.get("QUERY_STRING", "")
         if len(query) > _MAX_EARLY_QUERY or query.count("&") >= _MAX_EARLY_PARAMETERS:
@@ -457,6 +485,10 @@ class PageCacheMiddleware:
             return None
         if not _csrf_cookie_well_formed(request):
             return None  # the CSRF middleware below replaces it
+        if settings.SESSION_COOKIE_NAME in request.COOKIES:
+            return self._reader_hit(request)
+        if not settings.PAGE_CACHE_SECONDS:
+            return None
         key = _cache_key(request, None)
         if key is None:
             return None
@@ -473,3 +505,55 @@ class PageCacheMiddleware:
         if self._xframe is not None:
             response = self._xframe.process_response(request, response)
         return response
+
+    def _reader_hit(self, request):
+        """A signed-in reader's page from this process's copy of the page signed-in readers
+        share, its holes filled, or ``None`` (the full stack then answers). Served only when
+        the view's decorator would serve the same copy: a ``GET`` or ``HEAD`` with no message
+        cookie, a copy kept here under the address's reader key with the current site-wide
+        version, and a session whose user Django's authentication would give without doing
+        anything else (``topicsite.readers.signed_in_user``; with flash messages in the
+        session the full stack shows them). The request then goes through the hooks of the
+        session, CSRF and messages middlewares as below, with the user set as the
+        authentication middleware would set it; URL resolution, the rest of the stack and the
+        view are skipped: none of them changes a shared copy's filling (a test compares a hit
+        with the full stack's answer, headers and body)."""
+        stack = self._reader_stack
+        if (
+            stack is None
+            or not settings.READER_PAGE_CACHE_SECONDS
+            or request.method not in ("GET", "HEAD")
+            or "messages" in request.COOKIES
+        ):
+            return None
+        key = _address_key(request, None, "reader")
+        if key is None:
+            return None
+        copy = caches["pages"].get(key)
+        if copy is None:
+            return None
+        version = cache.get(VERSION_KEY)
+        if version is None or copy[0] != version:
+            return None
+        sessions, csrf, messages = stack
+        session = sessions.SessionStore(request.COOKIES[settings.SESSION_COOKIE_NAME])
+        if "_messages" in session:
+            return None
+        user = signed_in_user(session)
+        if user is None:
+            return None
+        request.session = session
+        request.user = user
+        csrf.process_request(request)
+        messages.process_request(request)
+        html, filled = holes_fill_tagged(request, copy[2])
+        response = HttpResponse(html, content_type=copy[1])
+        if len(copy) > 3 and copy[3]:
+            response["ETag"] = _filled_etag(copy[3], filled)
+        response = _personal(response, "hit")
+        response["Content-Length"] = str(len(response.content))
+        if self._xframe is not None:
+            response = self._xframe.process_response(request, response)
+        response = messages.process_response(request, response)
+        response = csrf.process_response(request, response)
+        return sessions.process_response(request, response)

@@ -17,6 +17,8 @@ from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionS
 from django.db import connections, router
 from django.utils import timezone
 
+from .readers import readers_cursor
+
 __all__ = ["SessionStore"]
 
 # What a key Django made can hold: VALID_KEY_CHARS, and at most the column's 40 characters.
@@ -26,7 +28,8 @@ _KEY_MAX_LENGTH = 40
 
 class SessionStore(DatabaseSessionStore):
     """Django's database session store whose load reads the row with one written-out
-    ``SELECT`` (session key, unexpired) instead of building the ORM query."""
+    ``SELECT`` (session key, unexpired) instead of building the ORM query, prepared once per
+    connection on PostgreSQL (``topicsite.readers.readers_cursor``)."""
 
     def _validate_session_key(self, key):
         """Django's check (at least 8 characters) and the shape of the keys Django makes
@@ -47,9 +50,8 @@ class SessionStore(DatabaseSessionStore):
         if key is not None:
             model = self.model
             alias = router.db_for_read(model)
-            connection = connections[alias]
-            table = connection.ops.quote_name(model._meta.db_table)
-            with connection.cursor() as cursor:
+            table = connections[alias].ops.quote_name(model._meta.db_table)
+            with readers_cursor(alias) as cursor:
                 cursor.execute(
                     f"SELECT session_data, expire_date FROM {table}"  # noqa: S608 - table name
                     " WHERE session_key = %s AND expire_date > %s",

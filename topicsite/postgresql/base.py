@@ -14,8 +14,9 @@ connection that died without a word (a host gone, a network cut) passes, as it d
 check until a timeout: the request's first query then fails, and Django closes the
 connection at the end of that request (``close_if_unusable_or_obsolete``).
 
-It also gives :meth:`DatabaseWrapper.binary_cursor`, for reads of many ``bytea`` values, and
-reads ``json`` values (not ``jsonb``, which Django's ``JSONField`` decodes itself) with orjson:
+It also gives :meth:`DatabaseWrapper.binary_cursor`, for reads of many ``bytea`` values,
+:meth:`DatabaseWrapper.prepared_cursor`, for the few statements every signed-in page view runs,
+and reads ``json`` values (not ``jsonb``, which Django's ``JSONField`` decodes itself) with orjson:
 a page of API rows decodes one JSON array per paper (``api.selectors.paper_rows``), 1.3 ms of
 a 100-paper page with ``json.loads``. A document that may hold an integer beyond 64 bits
 (which orjson reads as a float) or that orjson refuses (a lone surrogate escape) is read by
@@ -35,6 +36,9 @@ import select
 import orjson
 import psycopg
 from django.db.backends.postgresql.base import DatabaseWrapper as PostgreSQLDatabaseWrapper
+from django.db.backends.postgresql.operations import (
+    DatabaseOperations as PostgreSQLDatabaseOperations,
+)
 from psycopg.pq import Format, TransactionStatus
 from psycopg.types.json import JsonBinaryLoader, JsonLoader
 
@@ -66,15 +70,74 @@ _JSON_LOADERS = [
 ]
 
 
+# A prepare_threshold (executions of one statement before psycopg prepares it by itself) that
+# none reaches: only prepared_cursor's statements, which ask for it, are prepared.
+_NEVER_BY_COUNT = 2**62
+
+
+class _PreparingCursor(psycopg.Cursor):
+    """psycopg's server-binding cursor that asks to prepare every statement it executes
+    (which the connection's ``prepare_threshold`` of ``None`` still refuses)."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True, binary=binary)
+
+
+class DatabaseOperations(PostgreSQLDatabaseOperations):
+    """Django's operations, with the statement of a prepared execution in the queries log."""
+
+    def last_executed_query(self, cursor, sql, params):
+        """Django's text of the statement ``cursor`` ran, or, where psycopg keeps none (a
+        prepared statement's execution), the statement as the client wrote it with its values
+        composed in as Django composes them for server-bound statements."""
+        executed = super().last_executed_query(cursor, sql, params)
+        if executed is not None or sql is None:
+            return executed
+        try:
+            return self.compose_sql(sql, params)
+        except psycopg.errors.DataError:
+            return sql
+
+
 class DatabaseWrapper(PostgreSQLDatabaseWrapper):
     """Django's ``DatabaseWrapper`` for PostgreSQL with :meth:`is_usable` as above,
-    :meth:`binary_cursor`, and ``json`` values read by :func:`json_loads`."""
+    :meth:`binary_cursor`, :meth:`prepared_cursor`, and ``json`` values read by
+    :func:`json_loads`."""
+
+    ops_class = DatabaseOperations
 
     def get_new_connection(self, conn_params):
         connection = super().get_new_connection(conn_params)
         for loader in _JSON_LOADERS:
             connection.adapters.register_loader("json", loader)
+        if (
+            self.settings_dict.get("PREPARED_STATEMENTS", True)
+            and connection.prepare_threshold is None
+        ):
+            # Django turns psycopg's automatic preparation off (None), which also refuses the
+            # explicit preparation prepared_cursor asks for. A threshold no statement reaches
+            # keeps the automatic one off and lets the explicit one through; a threshold set in
+            # OPTIONS is the operator's and stays.
+            connection.prepare_threshold = _NEVER_BY_COUNT
         return connection
+
+    def prepared_cursor(self):
+        """A cursor as :meth:`cursor` gives (Django's wrapper: logged when debugging, through
+        the execute wrappers, errors as Django's) whose statements are bound by the server and
+        prepared on this connection at their first execution (psycopg keeps the last 100 a
+        connection prepared), so that a statement run on every page view is parsed and planned
+        once per connection, not per request: 30-70 µs of the server's time a statement
+        (``bench/README.md``, issue 19). Only for statements whose text does not vary with the
+        values (``= ANY(%s)`` with a list, not ``IN`` with one placeholder per value), or the
+        connection's prepared statements churn.
+
+        With ``PREPARED_STATEMENTS`` false in the database's settings (``DATABASE_URL`` behind
+        a pooler in transaction mode that does not keep prepared statements), nothing is
+        prepared and the statements run as on any server-bound cursor."""
+        self.close_if_health_check_failed()
+        self.ensure_connection()
+        with self.wrap_database_errors:
+            return self._prepare_cursor(_PreparingCursor(self.connection))
 
     def binary_cursor(self):
         """A cursor as :meth:`cursor` gives (Django's wrapper: logged in ``queries`` when

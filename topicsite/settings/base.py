@@ -112,6 +112,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DJANGO_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# PostgreSQL: the few statements every signed-in page view runs (its session, its user, its
+# Follow and Save buttons) are prepared once per connection (topicsite/postgresql/base.py).
+# Off behind a connection pooler in transaction mode that does not keep prepared statements.
+DATABASES["default"]["PREPARED_STATEMENTS"] = env_bool("DATABASE_PREPARED_STATEMENTS", True)
 # PostgreSQL's planner cost of a page read out of order, for the site's connections. The
 # server's default (4) models spinning disks; on SSD or a database in memory 1.1 is the usual
 # value. With 4 the planner scans a small table whole, once per paper, where it looks up one
@@ -128,7 +132,7 @@ if env.str("DATABASE_REPLICA_URL", default=""):
     DATABASES["replica"] = env_database("DATABASE_REPLICA_URL", "")
     DATABASES["replica"] |= {
         key: DATABASES["default"][key]
-        for key in ("ATOMIC_REQUESTS", "CONN_MAX_AGE", "CONN_HEALTH_CHECKS")
+        for key in ("ATOMIC_REQUESTS", "CONN_MAX_AGE", "CONN_HEALTH_CHECKS", "PREPARED_STATEMENTS")
     }
     # Tests read the primary's test database through this alias (it holds the same data).
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}

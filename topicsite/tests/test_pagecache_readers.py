@@ -5,13 +5,18 @@ request; the filled page is the page rendered for that reader alone."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+from types import SimpleNamespace
 
 import pytest
 from django.contrib import messages
 from django.contrib.auth import get_user_model
+from django.contrib.messages import constants
+from django.contrib.messages.storage.base import Message
 from django.contrib.messages.storage.fallback import FallbackStorage
-from django.core.cache import cache
+from django.contrib.messages.storage.session import SessionStorage
+from django.core.cache import cache, caches
 from django.middleware.csrf import _unmask_cipher_token
 from django.test import Client
 
@@ -368,3 +373,161 @@ def test_equal_fillings_of_equal_copies_give_equal_tags(rf):
     html = "<p>a</p><!--user-menu:--><p>b</p>"
     assert holes_fill_tagged(request, html) == holes_fill_tagged(request, html)
     assert holes_fill_tagged(request, "<p>no holes</p>") == ("<p>no holes</p>", "")
+
+
+# The early path (PageCacheMiddleware._reader_hit): a signed-in reader's page from this
+# process's copy, before URL resolution and the rest of the stack.
+
+
+def _through_full_stack(response) -> bool:
+    """Whether the request went down the whole stack (allauth's middleware, below the page
+    cache's, gives every such request its ``allauth`` namespace)."""
+    return hasattr(response.wsgi_request, "allauth")
+
+
+def _comparable_headers(response) -> dict:
+    """The headers, with what differs between two answers to one reader anyway: the ETag
+    (the fillings hold a CSRF token masked afresh each time) and the CSRF cookie's expiry."""
+    headers = dict(response.headers)
+    headers.pop("ETag")
+    return headers
+
+
+def _csrf_cookie(response) -> tuple:
+    morsel = response.cookies["csrftoken"]
+    return morsel.value, morsel["path"], morsel["samesite"], morsel["max-age"]
+
+
+def test_a_signed_in_readers_hit_is_served_before_the_stack_as_the_full_stack_serves_it(
+    django_assert_num_queries,
+):
+    """With the shared copy in this process, a signed-in reader's page is answered before the
+    URL resolver and the rest of the stack: the same body (but for the per-request masking
+    of the CSRF token) and headers as the full stack's, the CSRF cookie renewed as the CSRF
+    middleware renews it, a 304 for a client holding the ETag; four statements (session,
+    user, follow button, saved states), none for the page."""
+    topic = TopicFactory()
+    papers = [card_paper(topics=[topic], title=f"Early paper {n}") for n in range(3)]
+    grace = reader("grace@example.org")
+    grace_user = get_user_model().objects.get(email="grace@example.org")
+    follow_create(user=grace_user, topic=topic)
+    library_item_save(user=grace_user, paper=papers[2])
+    url = topic.get_absolute_url()
+    assert page(grace, url)[0] == "miss"
+    caches["pages"].clear()  # another process rendered it: this one has only Redis's copy
+    through_stack = grace.get(url)
+    assert through_stack[CACHE_HEADER] == "hit" and _through_full_stack(through_stack)
+    with django_assert_num_queries(4):
+        early = grace.get(url)
+    assert early[CACHE_HEADER] == "hit" and not _through_full_stack(early)
+
+    assert TOKEN.sub("T", early.content.decode()) == TOKEN.sub("T", through_stack.content.decode())
+    assert _comparable_headers(early) == _comparable_headers(through_stack)
+    assert _csrf_cookie(early) == _csrf_cookie(through_stack)
+    assert early["Cache-Control"] == "private" and "Cookie" in early["Vary"]
+    html = early.content.decode()
+    assert "grace@example.org" in html and follow_label(html) == "Unfollow"
+    assert saved_ids(html) == {str(papers[2].pk)}
+    assert {_unmask_cipher_token(t) for t in TOKEN.findall(html)} == {
+        grace.cookies["csrftoken"].value
+    }
+    again = grace.get(url, HTTP_IF_NONE_MATCH=early["ETag"])
+    assert again.status_code in (200, 304)  # a fresh token masks the fillings anew
+    assert not _through_full_stack(grace.head(url))
+
+
+def _warm(url: str) -> None:
+    """The shared copy of ``url`` rendered and kept in this process (by another reader)."""
+    warm = reader(f"warm{len(url)}@example.org")
+    page(warm, url)
+    assert page(warm, url)[0] == "hit"
+
+
+def test_a_changed_password_or_a_deactivated_reader_goes_down_the_stack_and_is_signed_out():
+    """The early path accepts only sessions Django's authentication accepts as they are: a
+    password changed elsewhere (the session's hash no longer matches) or a reader made
+    inactive goes down the stack, where Django signs them out, as before."""
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    _warm(url)
+    henry, ivy = reader("henry@example.org"), reader("ivy@example.org")
+    assert not _through_full_stack(henry.get(url)) and not _through_full_stack(ivy.get(url))
+
+    user = get_user_model().objects.get(email="henry@example.org")
+    user.set_password("a new password elsewhere")
+    user.save()
+    response = henry.get(url)
+    assert _through_full_stack(response) and not response.wsgi_request.user.is_authenticated
+    assert "henry@example.org" not in response.content.decode()
+
+    get_user_model().objects.filter(email="ivy@example.org").update(is_active=False)
+    response = ivy.get(url)
+    assert _through_full_stack(response) and not response.wsgi_request.user.is_authenticated
+    assert "ivy@example.org" not in response.content.decode()
+
+
+def test_sessions_the_early_path_cannot_judge_alone_go_down_the_stack(settings):
+    """A flash message waiting in the session or in a cookie, a session of a backend no
+    longer configured, one of a deleted user, an expired one, another address spelling, a
+    ``POST`` and an outdated copy all take the full stack."""
+    from django.contrib.sessions.models import Session
+
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    _warm(url)
+
+    # Flash messages kept in the session (a site's MESSAGE_STORAGE; Django's default keeps
+    # them in a cookie, and in the session only after a cookie that says so).
+    settings.MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+    jack = reader("jack@example.org")
+    session = jack.session
+    storage = SessionStorage(SimpleNamespace(session=session))
+    storage._store([Message(constants.INFO, "Waiting for you")], response=None)
+    session.save()
+    response = jack.get(url)
+    assert _through_full_stack(response) and "Waiting for you" in response.content.decode()
+    assert not _through_full_stack(jack.get(url))  # shown once, then early again
+
+    jack.cookies["messages"] = "x"
+    assert _through_full_stack(jack.get(url))
+    del jack.cookies["messages"]
+    assert _through_full_stack(jack.get(url + "?utm_source=mail"))
+    assert _through_full_stack(jack.post(url))
+
+    pagecache.page_cache_invalidate()
+    assert _through_full_stack(jack.get(url))  # the copy here is outdated: rebuilt below
+    assert not _through_full_stack(jack.get(url))
+
+    kate = reader("kate@example.org")
+    session = kate.session
+    session["_auth_user_backend"] = "some.removed.Backend"
+    session.save()
+    response = kate.get(url)
+    assert _through_full_stack(response) and not response.wsgi_request.user.is_authenticated
+
+    leo = reader("leo@example.org")
+    get_user_model().objects.filter(email="leo@example.org").delete()
+    response = leo.get(url)
+    assert _through_full_stack(response) and not response.wsgi_request.user.is_authenticated
+
+    mia = reader("mia@example.org")
+    Session.objects.filter(session_key=mia.session.session_key).update(
+        expire_date=Session.objects.get(session_key=mia.session.session_key).expire_date
+        - dt.timedelta(days=400)
+    )
+    response = mia.get(url)
+    assert _through_full_stack(response) and not response.wsgi_request.user.is_authenticated
+
+
+def test_the_early_path_is_off_where_the_reader_cache_is(settings):
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    _warm(url)
+    nina = reader("nina@example.org")
+    assert not _through_full_stack(nina.get(url))
+    settings.READER_PAGE_CACHE_SECONDS = 0
+    response = nina.get(url)
+    assert _through_full_stack(response) and response[CACHE_HEADER] == "bypass"

@@ -164,3 +164,66 @@ def test_json_values_are_read_by_orjson_and_jsonb_is_left_to_django():
         version=1, artifact=b"", metrics={"f1": [1, 2], "n": big}
     )
     assert ClassifierModel.objects.get(pk=model.pk).metrics == {"f1": [1, 2], "n": big}
+
+
+def _prepared_here(wrapper) -> set[str]:
+    with wrapper.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return {statement for (statement,) in cursor.fetchall()}
+
+
+def test_a_prepared_cursor_prepares_its_statements_once_logs_them_and_can_be_turned_off(kept):
+    """``prepared_cursor``: the statement is prepared on this connection at its first
+    execution and reused (PostgreSQL lists it once, with its ``$1`` placeholder), answers as
+    ``cursor()`` does, and is in the queries log with its values; other cursors prepare
+    nothing. With ``PREPARED_STATEMENTS`` false a new connection prepares nothing."""
+    from django.test.utils import CaptureQueriesContext
+
+    sql = "SELECT %s::int + 1, %s::text"
+    with CaptureQueriesContext(kept) as captured:
+        for value in (1, 2, 3):
+            with kept.prepared_cursor() as cursor:
+                cursor.execute(sql, [value, "x"])
+                assert cursor.fetchone() == (value + 1, "x")
+    prepared = _prepared_here(kept)
+    assert [s for s in prepared if "::int + 1" in s] == ["SELECT $1::int + 1, $2::text"]
+    assert [query["sql"] for query in captured] == [
+        f"SELECT {value}::int + 1, 'x'::text" for value in (1, 2, 3)
+    ]
+    with kept.cursor() as cursor:
+        cursor.execute("SELECT %s::int * 7", [6])
+        assert cursor.fetchone() == (42,)
+    assert not [s for s in _prepared_here(kept) if "* 7" in s]
+
+    off = connections["default"].copy()
+    off.settings_dict["PREPARED_STATEMENTS"] = False
+    try:
+        with off.prepared_cursor() as cursor:
+            cursor.execute(sql, [1, "y"])
+            assert cursor.fetchone() == (2, "y")
+        assert not [s for s in _prepared_here(off) if "::int + 1" in s]
+    finally:
+        off.close()
+
+
+def test_a_user_read_by_its_key_is_the_orms_user():
+    """``topicsite.readers.user_by_pk``: one written-out statement giving every field as the
+    ORM's ``get`` gives it; ``None`` for a key no user has."""
+    from django.contrib.auth import get_user_model
+    from django.test.utils import CaptureQueriesContext
+
+    from topicsite.readers import user_by_pk
+
+    model = get_user_model()
+    user = model.objects.create_user("olga", "olga@example.org", "a long pass phrase")
+    user.last_login = user.date_joined
+    user.save()
+    expected = model.objects.get(pk=user.pk)
+    with CaptureQueriesContext(connection) as captured:
+        read = user_by_pk(user.pk)
+    assert len(captured) == 1
+    assert read is not None and read._state.adding is False and read._state.db == "default"
+    for field in model._meta.concrete_fields:
+        assert getattr(read, field.attname) == getattr(expected, field.attname), field.name
+    assert read.get_session_auth_hash() == expected.get_session_auth_hash()
+    assert user_by_pk(user.pk + 1000) is None
