@@ -13,9 +13,10 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from topicsite.holes import csrf_token, hole_filler
+from topicsite.readers import read_together
 
-from .library_selectors import library_states
-from .selectors import topic_follow_states
+from .library_selectors import library_states_from_rows, library_states_statement
+from .selectors import topic_follow_states_from_rows, topic_follow_states_statement
 
 __all__ = ["follow_topic_buttons", "save_buttons"]
 
@@ -24,17 +25,29 @@ _ID_MARK = "9070605040302010"
 _READ_BADGE = ' <span class="read-badge">Read</span>'
 
 
-@hole_filler("follow-topic")
-def follow_topic_buttons(request, args: list[str]) -> dict[str, str]:
+def _follow_read(user_id, args: list[str]):
+    return topic_follow_states_statement(user_id, [arg for arg in args if arg.isdigit()])
+
+
+def _save_read(user_id, args: list[str]):
+    return library_states_statement(user_id, [arg for arg in args if arg.isdigit()])
+
+
+@hole_filler("follow-topic", read=_follow_read)
+def follow_topic_buttons(request, args: list[str], rows=None) -> dict[str, str]:
     """``{topic pk: its Follow button}`` for the topics of ``args`` (pks as text): the
     follower count ("12 followers", never who they are) and, for a signed-in reader, a POST
     form whose button reads "Follow this topic", or "Unfollow this topic" when they follow it
     (``static/js/follow.js`` submits it in place); for anyone else a "Follow this topic" link
     to the log-in page that continues to the topic's follow confirmation page (no form, so an
-    anonymous page holds no CSRF token). One query, whatever the number of topics; built in
-    Python, not by a template: it is on every signed-in topic page view."""
+    anonymous page holds no CSRF token). One query, whatever the number of topics (its
+    ``rows`` when given, sent with the page's other holes' statements); built in Python, not by
+    a template: it is on every signed-in topic page view."""
     user = request.user
-    states = topic_follow_states(user=user, topic_ids=[arg for arg in args if arg.isdigit()])
+    if rows is None:
+        statement = _follow_read(user.pk if user.is_authenticated else None, args)
+        rows = [] if statement is None else read_together(statement[0], [statement[1:]])[0]
+    states = topic_follow_states_from_rows(rows)
     buttons = {}
     for pk, (slug, count, following) in states.items():
         followers = f"{count} follower{'' if count == 1 else 's'}"
@@ -63,13 +76,13 @@ def follow_topic_buttons(request, args: list[str]) -> dict[str, str]:
     return buttons
 
 
-@hole_filler("card-actions")
-def save_buttons(request, args: list[str]) -> dict[str, str]:
+@hole_filler("card-actions", read=_save_read)
+def save_buttons(request, args: list[str], rows=None) -> dict[str, str]:
     """``{paper pk: its Save / Saved toggle}`` for the papers of ``args`` (pks as text): for
     a signed-in reader a POST form (``static/js/library.js`` submits it in place; the script
     once, after the first), for anyone else a "Save" link to the log-in page that comes back
-    here (no form, so an anonymous page holds no CSRF token). One query signed in, none
-    otherwise; no template rendered per card."""
+    here (no form, so an anonymous page holds no CSRF token). One query signed in (its
+    ``rows`` when given), none otherwise; no template rendered per card."""
     ids = [int(arg) for arg in args if arg.isdigit()]
     user = request.user
     here = request.get_full_path()
@@ -80,7 +93,10 @@ def save_buttons(request, args: list[str]) -> dict[str, str]:
             f'Save<span class="visually-hidden"> to your library (log in first)</span></a></p>'
         )
         return {str(pk): link for pk in ids}
-    states = library_states(user=user, paper_ids=ids)
+    if rows is None:
+        statement = _save_read(user.pk, args)
+        rows = [] if statement is None else read_together(statement[0], [statement[1:]])[0]
+    states = library_states_from_rows(rows)
     head, tail = (
         escape(part)
         for part in reverse("library:save", kwargs={"paper_id": int(_ID_MARK)}).split(_ID_MARK)

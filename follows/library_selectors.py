@@ -11,7 +11,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models import QuerySet
 
 from papers.citations import Citation, citations_of, paper_pdf_url
-from topicsite.readers import any_of, readers_cursor
+from topicsite.readers import any_of, read_together
 
 from .models import LibraryItem
 
@@ -22,6 +22,8 @@ __all__ = [
     "library_csv",
     "library_items",
     "library_states",
+    "library_states_from_rows",
+    "library_states_statement",
 ]
 
 # The library page's filters (``?status=``): every item, unread ones, read ones.
@@ -31,20 +33,33 @@ LIBRARY_STATUSES = ("all", "unread", "read")
 def library_states(*, user, paper_ids: Iterable[int]) -> dict[int, bool]:
     """``{paper id: read?}`` for the papers of ``paper_ids`` that ``user`` saved (papers not
     saved are absent). One query, whatever the number of papers; none for an anonymous user
-    or no ids."""
-    ids = [int(pk) for pk in paper_ids]
-    if not ids or not user.is_authenticated:
+    or no ids (:func:`library_states_statement`)."""
+    statement = library_states_statement(user.pk if user.is_authenticated else None, paper_ids)
+    if statement is None:
         return {}
-    # SQL written out and prepared once per connection: it runs on every signed-in page of
-    # cards, where compiling the ORM's query cost more than running it.
+    alias, sql, params = statement
+    return library_states_from_rows(read_together(alias, [(sql, params)])[0])
+
+
+def library_states_statement(user_id, paper_ids: Iterable) -> tuple[str, str, list] | None:
+    """``(alias, sql, params)`` of :func:`library_states` for the reader whose primary key is
+    ``user_id``, or ``None`` (not signed in, or no papers). SQL written out and prepared once
+    per connection: it runs on every signed-in page of cards, where compiling the ORM's query
+    cost more than running it."""
+    ids = [int(pk) for pk in paper_ids]
+    if not ids or user_id is None:
+        return None
     among, among_params = any_of(DEFAULT_DB_ALIAS, "paper_id", ids)
     sql = (
-        f"SELECT paper_id, read_at IS NOT NULL FROM {LibraryItem._meta.db_table} "
+        f"SELECT paper_id, read_at IS NOT NULL FROM {LibraryItem._meta.db_table} "  # noqa: S608
         f"WHERE user_id = %s AND {among}"
     )
-    with readers_cursor(DEFAULT_DB_ALIAS) as cursor:
-        cursor.execute(sql, [user.pk, *among_params])
-        return {paper_id: bool(read) for paper_id, read in cursor.fetchall()}
+    return DEFAULT_DB_ALIAS, sql, [user_id, *among_params]
+
+
+def library_states_from_rows(rows) -> dict[int, bool]:
+    """:func:`library_states` from its statement's ``rows``."""
+    return {paper_id: bool(read) for paper_id, read in rows}
 
 
 def library_items(*, user, status: str = "all") -> QuerySet[LibraryItem]:

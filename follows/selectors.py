@@ -25,7 +25,7 @@ from django.utils import timezone
 from papers.models import Authorship, Paper
 from topics.models import Assignment, Topic
 from topics.selectors import topic_newest_paper_ids, topic_papers
-from topicsite.readers import any_of, readers_cursor
+from topicsite.readers import any_of, read_together
 
 from .models import Follow, SearchMatch
 
@@ -36,6 +36,8 @@ __all__ = [
     "follow_papers",
     "follower_count",
     "topic_follow_states",
+    "topic_follow_states_from_rows",
+    "topic_follow_states_statement",
     "follows_export",
     "scoped_search_matches",
     "user_follow_matches",
@@ -259,24 +261,35 @@ def follower_count(*, topic: Topic) -> int:
 def topic_follow_states(*, user, topic_ids: Iterable[int]) -> dict[int, tuple[str, int, bool]]:
     """``{topic pk: (slug, follower count, whether user follows it)}`` for the stored topics
     of ``topic_ids`` (the count as :func:`follower_count`; False for an anonymous user). One
-    query, in SQL written out and prepared once per connection (``topicsite.readers``): a
-    Follow button on every signed-in page view, where compiling the ORM's query cost more
-    than running it."""
+    query (:func:`topic_follow_states_statement`)."""
+    statement = topic_follow_states_statement(user.pk if user.is_authenticated else None, topic_ids)
+    if statement is None:
+        return {}
+    alias, sql, params = statement
+    return topic_follow_states_from_rows(read_together(alias, [(sql, params)])[0])
+
+
+def topic_follow_states_statement(user_id, topic_ids: Iterable) -> tuple[str, str, list] | None:
+    """``(alias, sql, params)`` of :func:`topic_follow_states` for the reader whose primary
+    key is ``user_id`` (``None``: not signed in), or ``None`` for no topics. SQL written out
+    and prepared once per connection (``topicsite.readers``): a Follow button on every
+    signed-in page view, where compiling the ORM's query cost more than running it."""
     ids = [int(pk) for pk in topic_ids]
     if not ids:
-        return {}
-    user_id = user.pk if user.is_authenticated else None
+        return None
     follows, topics = Follow._meta.db_table, Topic._meta.db_table
     among, among_params = any_of(DEFAULT_DB_ALIAS, "t.id", ids)
     sql = (
-        f"SELECT t.id, t.slug, "
+        f"SELECT t.id, t.slug, "  # noqa: S608 - table names
         f"(SELECT COUNT(*) FROM {follows} f WHERE f.topic_id = t.id AND f.kind = %s), "
         f"(SELECT COUNT(*) FROM {follows} f WHERE f.topic_id = t.id AND f.user_id = %s) "
         f"FROM {topics} t WHERE {among}"
     )
-    with readers_cursor(DEFAULT_DB_ALIAS) as cursor:
-        cursor.execute(sql, [Follow.Kind.TOPIC.value, user_id, *among_params])
-        rows = cursor.fetchall()
+    return DEFAULT_DB_ALIAS, sql, [Follow.Kind.TOPIC.value, user_id, *among_params]
+
+
+def topic_follow_states_from_rows(rows) -> dict[int, tuple[str, int, bool]]:
+    """:func:`topic_follow_states` from its statement's ``rows``."""
     return {pk: (slug, count, bool(mine)) for pk, slug, count, mine in rows}
 
 

@@ -10,6 +10,14 @@ escape ``<``. Each name has one **filler**, registered by the app that owns the 
 for every ``arg`` of that name on the page at once, so a page of 30 cards costs one query, not
 30. A filler must read nothing but ``request`` (its user, session, CSRF token) and the args.
 
+A filler that reads the database may say so with its statement (``hole_filler(name,
+read=...)``): ``read(user_id, args) -> (alias, sql, params) | None``, depending only on the
+reader's primary key (``None`` when not signed in) and the args. The statements of every
+filler on a page are then sent together, in one round trip (:func:`holes_read`,
+``topicsite.readers.read_together``), and each such filler is called with its statement's rows
+as a third argument (``None`` when ``read`` gave none): a signed-in page view of a Follow
+button and thirty Save buttons waits for the database once, not once a filler.
+
 Templates call :func:`hole_html` (the ``{% personal %}`` tag): when the page is rendered to
 be shared (:func:`holes_share`), it writes the hole; otherwise it fills it at once, so a page
 rendered for one reader and a shared page filled for that reader are the same HTML.
@@ -34,26 +42,86 @@ __all__ = [
     "hole_filler",
     "hole_html",
     "holes_fill",
+    "holes_fill_found",
     "holes_fill_tagged",
+    "holes_found",
+    "holes_read",
     "holes_share",
     "holes_shared",
 ]
 
 HOLE = re.compile(r"<!--([a-z][a-z-]*):([A-Za-z0-9_.-]*)-->")
 Filler = Callable[..., dict[str, str]]
+# A filler's statement: (database alias, SQL with %s placeholders, parameters).
+Statement = tuple[str, str, list]
+Read = Callable[[object, list[str]], Statement | None]
 _FILLERS: dict[str, Filler] = {}
+_READS: dict[str, Read] = {}
 _SHARED_ATTRIBUTE = "_holes_shared"
 
 
-def hole_filler(name: str) -> Callable[[Filler], Filler]:
+def hole_filler(name: str, *, read: Read | None = None) -> Callable[[Filler], Filler]:
     """Register the decorated ``filler(request, args: list[str]) -> {arg: html}`` for holes
-    called ``name`` (lower-case letters and hyphens). Registering a name again replaces it."""
+    called ``name`` (lower-case letters and hyphens); with ``read`` (see the module
+    docstring), ``filler(request, args, rows)``. Registering a name again replaces it."""
 
     def register(filler: Filler) -> Filler:
         _FILLERS[name] = filler
+        if read is None:
+            _READS.pop(name, None)
+        else:
+            _READS[name] = read
         return filler
 
     return register
+
+
+def _fill(request, name: str, args: list[str], rows: dict) -> dict[str, str]:
+    """``name``'s filler called for ``args``, with its statement's rows if it reads."""
+    if name in _READS:
+        return _FILLERS[name](request, args, rows.get(name))
+    return _FILLERS[name](request, args)
+
+
+def holes_found(html: str) -> dict[str, list[str]]:
+    """``{name: [arg, ...]}`` of the registered holes in ``html``, each arg once, in order."""
+    found: dict[str, list[str]] = {}
+    for name, arg in HOLE.findall(html):
+        if name in _FILLERS:
+            args = found.setdefault(name, [])
+            if arg not in args:
+                args.append(arg)
+    return found
+
+
+def holes_read(
+    found: dict[str, list[str]], user_id, also: tuple[Statement, ...] = ()
+) -> tuple[dict[str, list], list[list]]:
+    """``({name: rows}, [rows of each of also])``: the statements of the fillers of
+    ``found`` that read (for the reader whose primary key is ``user_id``) and the statements
+    ``also``, sent together: one round trip a database (``topicsite.readers.read_together``).
+    """
+    from .readers import read_together
+
+    named = []
+    for name, args in found.items():
+        read = _READS.get(name)
+        statement = None if read is None else read(user_id, args)
+        if statement is not None:
+            named.append((name, statement))
+    statements = [statement for _name, statement in named] + list(also)
+    by_alias: dict[str, list[int]] = {}
+    for index, (alias, _sql, _params) in enumerate(statements):
+        by_alias.setdefault(alias, []).append(index)
+    results: list = [None] * len(statements)
+    for alias, indexes in by_alias.items():
+        rows = read_together(alias, [statements[i][1:] for i in indexes])
+        for index, found_rows in zip(indexes, rows, strict=True):
+            results[index] = found_rows
+    return (
+        {name: results[index] for index, (name, _statement) in enumerate(named)},
+        results[len(named) :],
+    )
 
 
 def csrf_token(request) -> str:
@@ -89,7 +157,15 @@ def hole_html(request, name: str, arg: object = "") -> SafeString:
     """The hole when ``request``'s page is shared, else its filling for ``request``."""
     if request is None or holes_shared(request):
         return hole(name, arg)
-    return mark_safe(_FILLERS[name](request, [str(arg)]).get(str(arg), ""))  # noqa: S308
+    args = [str(arg)]
+    rows = holes_read({name: args}, _user_id(request))[0] if name in _READS else {}
+    return mark_safe(_fill(request, name, args, rows).get(str(arg), ""))  # noqa: S308
+
+
+def _user_id(request):
+    """The primary key of ``request``'s reader, or ``None`` when not signed in."""
+    user = getattr(request, "user", None)
+    return user.pk if user is not None and user.is_authenticated else None
 
 
 def holes_fill(request, html: str) -> str:
@@ -103,15 +179,20 @@ def holes_fill_tagged(request, html: str) -> tuple[str, str]:
     alone (empty when nothing was filled), so that ``(html's own tag, tag)`` tells filled pages
     apart as their bodies would, without hashing the whole page (``topicsite.pagecache``'s
     ``ETag`` of a signed-in reader's page)."""
-    found: dict[str, list[str]] = {}
-    for name, arg in HOLE.findall(html):
-        if name in _FILLERS:
-            args = found.setdefault(name, [])
-            if arg not in args:
-                args.append(arg)
+    found = holes_found(html)
     if not found:
         return html, ""
-    filled = {name: _FILLERS[name](request, args) for name, args in found.items()}
+    return holes_fill_found(request, html, found, holes_read(found, _user_id(request))[0])
+
+
+def holes_fill_found(
+    request, html: str, found: dict[str, list[str]], rows: dict[str, list]
+) -> tuple[str, str]:
+    """:func:`holes_fill_tagged` for the holes ``found`` in ``html`` (:func:`holes_found`),
+    whose statements' rows (:func:`holes_read`, for ``request``'s reader) are ``rows``."""
+    if not found:
+        return html, ""
+    filled = {name: _fill(request, name, args, rows) for name, args in found.items()}
 
     def fill(match: re.Match) -> str:
         name, arg = match.group(1), match.group(2)

@@ -60,7 +60,7 @@ from functools import wraps
 
 from django.apps import apps
 from django.conf import settings
-from django.core.cache import cache, caches
+from django.core.cache import DEFAULT_CACHE_ALIAS, cache, caches
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.http import HttpResponse
@@ -68,8 +68,15 @@ from django.http.request import split_domain_port
 from django.middleware.csrf import InvalidTokenFormat, _check_token_format
 from django.utils.cache import patch_cache_control, patch_vary_headers, quote_etag
 
-from .holes import holes_fill, holes_fill_tagged, holes_share
-from .readers import signed_in_user
+from .holes import (
+    holes_fill,
+    holes_fill_found,
+    holes_fill_tagged,
+    holes_found,
+    holes_read,
+    holes_share,
+)
+from .readers import session_user, user_accepted, user_by_pk, user_from_rows, user_statement
 
 _PREFIX = "pagecache:v1"
 # The site-wide version; other caches of rendered HTML read it too (topics.views' cards).
@@ -512,12 +519,13 @@ class PageCacheMiddleware:
         the view's decorator would serve the same copy: a ``GET`` or ``HEAD`` with no message
         cookie, a copy kept here under the address's reader key with the current site-wide
         version, and a session whose user Django's authentication would give without doing
-        anything else (``topicsite.readers.signed_in_user``; with flash messages in the
-        session the full stack shows them). The request then goes through the hooks of the
-        session, CSRF and messages middlewares as below, with the user set as the
-        authentication middleware would set it; URL resolution, the rest of the stack and the
-        view are skipped: none of them changes a shared copy's filling (a test compares a hit
-        with the full stack's answer, headers and body)."""
+        anything else (``topicsite.readers``; with flash messages in the session the full
+        stack shows them). The user and the holes' statements are read in one round trip.
+        The request then goes through the hooks of the session, CSRF and messages
+        middlewares as below, with the user set as the authentication middleware would set
+        it; URL resolution, the rest of the stack and the view are skipped: none of them
+        changes a shared copy's filling (a test compares a hit with the full stack's answer,
+        headers and body)."""
         stack = self._reader_stack
         if (
             stack is None
@@ -532,21 +540,42 @@ class PageCacheMiddleware:
         copy = caches["pages"].get(key)
         if copy is None:
             return None
-        version = cache.get(VERSION_KEY)
-        if version is None or copy[0] != version:
-            return None
         sessions, csrf, messages = stack
         session = sessions.SessionStore(request.COOKIES[settings.SESSION_COOKIE_NAME])
+        # The session's cached copy (topicsite.sessions) in the version's round trip.
+        session_key = getattr(session, "cache_key_if_valid", None)
+        if session_key is None or settings.SESSION_CACHE_ALIAS != DEFAULT_CACHE_ALIAS:
+            version = cache.get(VERSION_KEY)
+        else:
+            session_key = session_key()
+            found = cache.get_many(
+                [VERSION_KEY] if session_key is None else [VERSION_KEY, session_key]
+            )
+            version = found.get(VERSION_KEY)
+            if session_key is not None:
+                session.take_cached(found.get(session_key))
+        if version is None or copy[0] != version:
+            return None
         if "_messages" in session:
             return None
-        user = signed_in_user(session)
-        if user is None:
+        named = session_user(session)
+        if named is None:
+            return None
+        pk, backend = named
+        shared = copy[2]
+        found = holes_found(shared)
+        # The user and the holes' statements in one round trip; the statements are for the
+        # user the session names, and are thrown away unless Django would accept that user.
+        user_read = user_statement(pk)
+        rows, user_rows = holes_read(found, pk, () if user_read is None else (user_read,))
+        user = user_by_pk(pk) if user_read is None else user_from_rows(user_read[0], user_rows[0])
+        if not user_accepted(user, session, backend):
             return None
         request.session = session
         request.user = user
         csrf.process_request(request)
         messages.process_request(request)
-        html, filled = holes_fill_tagged(request, copy[2])
+        html, filled = holes_fill_found(request, shared, found, rows)
         response = HttpResponse(html, content_type=copy[1])
         if len(copy) > 3 and copy[3]:
             response["ETag"] = _filled_etag(copy[3], filled)

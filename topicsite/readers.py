@@ -1,25 +1,27 @@
-"""Who a signed-in reader is, read in two written-out statements: the early path of the
-signed-in readers' shared pages (``topicsite.pagecache.PageCacheMiddleware``).
+"""Who a signed-in reader is, read in written-out statements: the early path of the signed-in
+readers' shared pages (``topicsite.pagecache.PageCacheMiddleware``).
 
 Django's ``AuthenticationMiddleware`` gives a request its user through the backend the session
 names (``ModelBackend.get_user``: the ORM's ``get``, about 0.3 ms of CPU a request, more than
-the statement itself). :func:`signed_in_user` gives the same user for the sessions Django
-would accept without doing anything else: the user the session names, read by its primary key
-in one written-out statement, when the session's backend is still configured and reads its
-users as Django's ``ModelBackend`` does (allauth's does), the backend lets the user sign in
-(``user_can_authenticate``: an active user) and the session's hash is the user's current one.
-Every other case (no user in the session, a backend of another kind, an inactive or deleted
-user, a hash that does not verify or verifies only with a fallback key, which Django answers by
-flushing or rotating the session) answers ``None``: the request then goes down the full stack,
-where Django decides as always. So the early path never accepts a session Django would refuse.
+the statement itself). :func:`session_user` and :func:`user_accepted` give the same user for the
+sessions Django would accept without doing anything else: the user the session names, read by
+its primary key in one written-out statement (:func:`user_statement`), when the session's
+backend is still configured and reads its users as Django's ``ModelBackend`` does (allauth's
+does), the backend lets the user sign in (``user_can_authenticate``: an active user) and the
+session's hash is the user's current one. Every other case (no user in the session, a backend
+of another kind, an inactive or deleted user, a hash that does not verify or verifies only with
+a fallback key, which Django answers by flushing or rotating the session) is refused: the
+request then goes down the full stack, where Django decides as always. So the early path never
+accepts a session Django would refuse.
 
 :func:`readers_cursor` is the cursor the per-request reads of a signed-in page view run on: a
 prepared statement's cursor on PostgreSQL (``topicsite.postgresql``), Django's cursor on
-another database.
+another database; :func:`read_together` sends several such statements in one round trip.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import (
     BACKEND_SESSION_KEY,
     HASH_SESSION_KEY,
@@ -31,7 +33,16 @@ from django.contrib.auth.backends import ModelBackend
 from django.db import connections, models, router
 from django.utils.crypto import constant_time_compare
 
-__all__ = ["any_of", "readers_cursor", "signed_in_user", "user_by_pk"]
+__all__ = [
+    "any_of",
+    "read_together",
+    "readers_cursor",
+    "session_user",
+    "user_accepted",
+    "user_by_pk",
+    "user_from_rows",
+    "user_statement",
+]
 
 
 def readers_cursor(alias: str):
@@ -53,48 +64,86 @@ def any_of(alias: str, column: str, values: list) -> tuple[str, list]:
     return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
 
 
+def read_together(alias: str, statements: list[tuple[str, list]]) -> list[list[tuple]]:
+    """The rows of each ``(sql, params)`` of ``statements`` on database ``alias``, in order.
+    On PostgreSQL they are sent together in psycopg's pipeline mode, each prepared once per
+    connection (:func:`readers_cursor`), and the client waits for the server once, not once
+    a statement; elsewhere they run one after another. Raises what the database raises (as
+    Django's ``DatabaseError`` subclasses); a failed statement fails the call."""
+    if not statements:
+        return []
+    connection = connections[alias]
+    cursors = [readers_cursor(alias) for _statement in statements]
+    try:
+        if connection.vendor == "postgresql" and len(statements) > 1:
+            with connection.wrap_database_errors, connection.connection.pipeline():
+                for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                    cursor.execute(sql, params)
+                return [cursor.fetchall() for cursor in cursors]
+        results = []
+        for cursor, (sql, params) in zip(cursors, statements, strict=True):
+            cursor.execute(sql, params)
+            results.append(cursor.fetchall())
+        return results
+    finally:
+        for cursor in cursors:
+            cursor.close()
+
+
 def _reads_as_model_backend(backend) -> bool:
     """Whether ``backend`` reads a user as Django's ``ModelBackend.get_user`` does (the user
     model's default manager's ``get`` by primary key, then ``user_can_authenticate``)."""
     return isinstance(backend, ModelBackend) and type(backend).get_user is ModelBackend.get_user
 
 
-def user_by_pk(pk, *, alias: str | None = None):
-    """The user whose primary key is ``pk`` (the user model's concrete fields, as the ORM's
-    ``get`` would give them), or ``None`` when there is none. One written-out statement on
-    the database the routers give for reading users (``alias`` another), prepared once per
-    connection on PostgreSQL. Where the user model's default manager filters its rows, or the
-    database is not PostgreSQL (whose driver gives every value as the ORM's converters
-    would), the ORM reads it instead."""
+def user_statement(pk, *, alias: str | None = None) -> tuple[str, str, list] | None:
+    """``(alias, sql, params)``: the written-out read of the user whose primary key is ``pk``
+    (the user model's concrete fields, in their order; :func:`user_from_rows` makes the
+    user), on the database the routers give for reading users (``alias`` another). ``None``
+    where the ORM must read it instead: the user model's default manager filters its rows,
+    or the database is not PostgreSQL (whose driver gives every value as the ORM's
+    converters would)."""
     model = get_user_model()
     alias = alias or router.db_for_read(model)
     connection = connections[alias]
-    manager = model._default_manager
-    if connection.vendor != "postgresql" or type(manager).get_queryset is not (
+    if connection.vendor != "postgresql" or type(model._default_manager).get_queryset is not (
         models.Manager.get_queryset
     ):
-        return manager.using(alias).filter(pk=pk).first()
-    fields = model._meta.concrete_fields
-    quote = connection.ops.quote_name
-    sql = (
-        f"SELECT {', '.join(quote(field.column) for field in fields)} "  # noqa: S608 - names
-        f"FROM {quote(model._meta.db_table)} WHERE {quote(model._meta.pk.column)} = %s"
-    )
-    with readers_cursor(alias) as cursor:
-        cursor.execute(sql, [pk])
-        row = cursor.fetchone()
-    if row is None:
         return None
-    return model.from_db(alias, [field.attname for field in fields], row)
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(field.column) for field in model._meta.concrete_fields)
+    sql = (
+        f"SELECT {columns} FROM {quote(model._meta.db_table)}"  # noqa: S608 - names
+        f" WHERE {quote(model._meta.pk.column)} = %s"
+    )
+    return alias, sql, [pk]
 
 
-def signed_in_user(session):
-    """The user Django's authentication would give a request with ``session`` (a session
-    store), when it would give one without touching the session, else ``None`` (see the
-    module docstring): the session names a user and a configured backend that reads users
-    as ``ModelBackend`` does, the user exists and may sign in, and the session's hash
-    matches the user's under the current secret key. Reads the session (when not read yet)
-    and the user: two statements at most."""
+def user_from_rows(alias: str, rows: list[tuple]):
+    """The user of :func:`user_statement`'s ``rows`` read on ``alias``, or ``None``."""
+    if not rows:
+        return None
+    model = get_user_model()
+    return model.from_db(alias, [field.attname for field in model._meta.concrete_fields], rows[0])
+
+
+def user_by_pk(pk, *, alias: str | None = None):
+    """The user whose primary key is ``pk`` (the user model's concrete fields, as the ORM's
+    ``get`` would give them), or ``None`` when there is none: one statement, written out
+    and prepared once per connection on PostgreSQL (:func:`user_statement`), else the ORM's."""
+    model = get_user_model()
+    alias = alias or router.db_for_read(model)
+    statement = user_statement(pk, alias=alias)
+    if statement is None:
+        return model._default_manager.using(alias).filter(pk=pk).first()
+    return user_from_rows(alias, read_together(alias, [statement[1:]])[0])
+
+
+def session_user(session):
+    """``(user's primary key, backend)`` of the user ``session`` (a session store) names,
+    when Django's authentication could accept it as it is (module docstring), else ``None``:
+    the session names a user, a configured backend that reads users as ``ModelBackend``
+    does, and holds a hash. Reads the session when not read yet."""
     try:
         backend_path = session[BACKEND_SESSION_KEY]
         user_key = session[SESSION_KEY]
@@ -103,21 +152,24 @@ def signed_in_user(session):
     session_hash = session.get(HASH_SESSION_KEY)
     if not session_hash or not isinstance(session_hash, str):
         return None
-    from django.conf import settings
-
     if backend_path not in settings.AUTHENTICATION_BACKENDS:
         return None
     backend = load_backend(backend_path)
     if not _reads_as_model_backend(backend):
         return None
-    model = get_user_model()
     try:
-        pk = model._meta.pk.to_python(user_key)
-    except Exception:  # noqa: BLE001 - a key Django's own read would refuse too: not early
+        pk = get_user_model()._meta.pk.to_python(user_key)
+    except Exception:  # noqa: BLE001 - a key Django's own read refuses too: not early
         return None
-    user = user_by_pk(pk)
-    if user is None or not backend.user_can_authenticate(user):
-        return None
-    if not constant_time_compare(session_hash, user.get_session_auth_hash()):
-        return None
-    return user
+    return pk, backend
+
+
+def user_accepted(user, session, backend) -> bool:
+    """Whether Django's authentication gives ``user`` (read for :func:`session_user`'s
+    key, or ``None``) to a request with ``session`` as it is: the backend lets the user sign
+    in and the session's hash matches the user's under the current secret key."""
+    return (
+        user is not None
+        and backend.user_can_authenticate(user)
+        and constant_time_compare(session[HASH_SESSION_KEY], user.get_session_auth_hash())
+    )

@@ -1,19 +1,29 @@
-"""The session engine (``SESSION_ENGINE``): Django's database sessions, read without the ORM.
+"""The session engine (``SESSION_ENGINE``): Django's cached database sessions, read from the
+database without the ORM.
 
-Every signed-in request reads its session before anything else, and on a page signed-in
-readers share (``topicsite.pagecache``) that read is one of the four queries of a hit. Through
-the ORM (``Session.objects.get(...)``) it cost about 200 µs of CPU; the same statement written
-out costs about 70 µs (``bench/README.md``, issue 19). Everything else is Django's
-``django.contrib.sessions.backends.db.SessionStore``: the same table, rows, encoding, expiry,
-saving and deleting, so switching engines keeps every session, and the read goes to the
-database the routers give for ``Session`` reads (a replica for a reader's GET,
-``topicsite.dbrouter``).
+Every signed-in request reads its session before anything else. This is Django's
+``django.contrib.sessions.backends.cached_db.SessionStore``: every session is a row of Django's
+session table (the same rows, encoding, expiry, saving and deleting as the database engine, so
+switching engines kept every session) and a copy of its data in the cache
+(``SESSION_CACHE_ALIAS``: Redis), kept until the session expires, written on every save and
+deleted with the session (log-out). A request reads the copy; only when the cache has none (a
+new process's Redis, Redis down) does it read the row, with one written-out ``SELECT``: through
+the ORM (``Session.objects.get(...)``) that read cost about 200 µs of CPU, written out about 70
+(``bench/README.md``, issue 19), on the database the routers give for ``Session`` reads (a
+replica for a reader's GET, ``topicsite.dbrouter``), prepared once per connection on
+PostgreSQL. The signed-in readers' early path (``topicsite.pagecache``) reads the copy in the
+same round trip as the site-wide version (:meth:`SessionStore.cache_key_if_valid`,
+:meth:`SessionStore.take_cached`).
+
+As with Django's engine, a log-out while Redis does not answer deletes the row but not the
+copy, which then serves that session's key until it expires; the browser forgot the key at
+the log-out.
 """
 
 from __future__ import annotations
 
 from django.contrib.sessions.backends.base import VALID_KEY_CHARS
-from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
+from django.contrib.sessions.backends.cached_db import SessionStore as CachedDatabaseSessionStore
 from django.db import connections, router
 from django.utils import timezone
 
@@ -26,10 +36,31 @@ _KEY_CHARS = frozenset(VALID_KEY_CHARS)
 _KEY_MAX_LENGTH = 40
 
 
-class SessionStore(DatabaseSessionStore):
-    """Django's database session store whose load reads the row with one written-out
-    ``SELECT`` (session key, unexpired) instead of building the ORM query, prepared once per
-    connection on PostgreSQL (``topicsite.readers.readers_cursor``)."""
+class SessionStore(CachedDatabaseSessionStore):
+    """Django's cached database session store whose read of the row (when the cache has no
+    copy) is one written-out ``SELECT`` (session key, unexpired) instead of the ORM query,
+    prepared once per connection on PostgreSQL (``topicsite.readers.readers_cursor``)."""
+
+    def load(self) -> dict:
+        """The session's data: its cached copy, else its row (then cached), else empty. A key
+        Django did not make reads as empty at once: Django's cached store would make a new
+        key for it first, asking the database whether that key is taken."""
+        if self.session_key is None:
+            return {}
+        return super().load()
+
+    def cache_key_if_valid(self) -> str | None:
+        """The cache key of this session's copy, or ``None`` when its key is not one Django
+        made (such a session reads as empty). Unlike ``cache_key``, never makes a new key."""
+        key = self.session_key  # None when the cookie's key failed validation
+        return None if key is None else self.cache_key_prefix + key
+
+    def take_cached(self, data) -> None:
+        """Use ``data``, read from the cache under :meth:`cache_key_if_valid` together with
+        other keys, as this session's data, as ``load`` would have read it; ``None`` (no
+        copy) leaves the session to load as usual."""
+        if isinstance(data, dict):
+            self._session_cache = data
 
     def _validate_session_key(self, key):
         """Django's check (at least 8 characters) and the shape of the keys Django makes

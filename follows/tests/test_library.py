@@ -253,6 +253,7 @@ def test_topic_page_cards_show_the_saved_state_in_one_query(client, reader):
     for url in ("/topics/small/", "/topics/large/"):  # stats and momentum stored once
         client.get(url)
     cache.clear()
+    client.session.load()  # the session's cached copy back (topicsite.sessions), for both
 
     with CaptureQueriesContext(connection) as few:
         page = client.get("/topics/small/").content.decode()

@@ -9,6 +9,7 @@ import datetime as dt
 
 import pytest
 from django.contrib.sessions.models import Session
+from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -30,7 +31,10 @@ def test_the_site_uses_it_and_a_signed_in_reader_stays_signed_in(settings):
     assert response.wsgi_request.user == user
 
 
-def test_a_stored_session_loads_its_data_in_one_query():
+def test_a_stored_session_loads_from_its_cached_copy_or_else_its_row_in_one_query():
+    """A session is read from its copy in the cache, with no query; without one (a Redis
+    emptied) from its row in one query, and the copy is kept again; the copy lives as long
+    as the session."""
     store = SessionStore()
     store["answer"] = 42
     store["nested"] = {"a": [1, 2]}
@@ -38,8 +42,16 @@ def test_a_stored_session_loads_its_data_in_one_query():
     again = SessionStore(store.session_key)
     with CaptureQueriesContext(connection) as queries:
         assert again["answer"] == 42 and again["nested"] == {"a": [1, 2]}
+    assert len(queries) == 0
+    assert 0 < cache.ttl(store.cache_key) <= store.get_expiry_age()
+
+    cache.clear()
+    from_row = SessionStore(store.session_key)
+    with CaptureQueriesContext(connection) as queries:
+        assert from_row["answer"] == 42 and from_row["nested"] == {"a": [1, 2]}
     assert len(queries) == 1
-    assert again.session_key == store.session_key
+    assert from_row.session_key == store.session_key
+    assert cache.get(store.cache_key) == {"answer": 42, "nested": {"a": [1, 2]}}
 
 
 def test_an_expired_session_reads_as_empty_and_its_key_is_forgotten():
@@ -49,9 +61,21 @@ def test_an_expired_session_reads_as_empty_and_its_key_is_forgotten():
     Session.objects.filter(session_key=store.session_key).update(
         expire_date=timezone.now() - dt.timedelta(seconds=1)
     )
+    cache.delete(store.cache_key)  # the copy's lifetime was the session's
     again = SessionStore(store.session_key)
     assert again.load() == {}
     assert again.session_key is None
+
+
+def test_a_log_out_deletes_the_row_and_the_cached_copy():
+    client = Client()
+    client.force_login(UserFactory(email="leaving@example.org"))
+    key = client.session.session_key
+    assert cache.get(SessionStore(key).cache_key) is not None
+    client.post("/accounts/logout/")
+    assert not Session.objects.filter(session_key=key).exists()
+    assert cache.get(SessionStore(key).cache_key) is None
+    assert SessionStore(key).load() == {}
 
 
 @pytest.mark.parametrize("key", ["nosuchsessionkey0123456789abcdef", "short", "x" * 41])
