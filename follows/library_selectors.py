@@ -51,7 +51,7 @@ def library_states_statement(user_id, paper_ids: Iterable) -> tuple[str, str, li
         return None
     among, among_params = any_of(DEFAULT_DB_ALIAS, "paper_id", ids)
     sql = (
-        f"SELECT paper_id, read_at IS NOT NULL FROM {LibraryItem._meta.db_table} "  # noqa: S608
+        f"SELECT paper_id, read_at IS NOT NULL AS read FROM {LibraryItem._meta.db_table} "  # noqa: S608
         f"WHERE user_id = %s AND {among}"
     )
     return DEFAULT_DB_ALIAS, sql, [user_id, *among_params]

@@ -281,8 +281,9 @@ def topic_follow_states_statement(user_id, topic_ids: Iterable) -> tuple[str, st
     among, among_params = any_of(DEFAULT_DB_ALIAS, "t.id", ids)
     sql = (
         f"SELECT t.id, t.slug, "  # noqa: S608 - table names
-        f"(SELECT COUNT(*) FROM {follows} f WHERE f.topic_id = t.id AND f.kind = %s), "
-        f"(SELECT COUNT(*) FROM {follows} f WHERE f.topic_id = t.id AND f.user_id = %s) "
+        f"(SELECT COUNT(*) FROM {follows} f WHERE f.topic_id = t.id AND f.kind = %s) "
+        f"AS followers, "
+        f"(SELECT COUNT(*) FROM {follows} f WHERE f.topic_id = t.id AND f.user_id = %s) AS mine "
         f"FROM {topics} t WHERE {among}"
     )
     return DEFAULT_DB_ALIAS, sql, [Follow.Kind.TOPIC.value, user_id, *among_params]

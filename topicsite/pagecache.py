@@ -75,6 +75,7 @@ from .holes import (
     holes_found,
     holes_read,
     holes_share,
+    holes_split,
 )
 from .readers import session_user, user_accepted, user_by_pk, user_from_rows, user_statement
 
@@ -388,6 +389,28 @@ def _reader_page(view, key: str, request, args, kwargs):
     return _personal(response, state)
 
 
+# The pieces (holes_split) of the kept copies signed-in readers were served from lately, by the
+# copy's ETag (an MD5 of its body): the early path fills the same copy on every request.
+_PIECES: dict[str, list[str]] = {}
+_PIECES_KEPT = 64
+
+
+def _pieces_of(copy: tuple) -> list[str]:
+    """The pieces of the kept ``copy``'s body (``holes_split``), cut once per body."""
+    etag = copy[3] if len(copy) > 3 else None
+    pieces = _PIECES.get(etag) if etag else None
+    if pieces is None:
+        pieces = holes_split(copy[2])
+        if etag:
+            while len(_PIECES) >= _PIECES_KEPT:
+                try:
+                    del _PIECES[next(iter(_PIECES))]
+                except (KeyError, RuntimeError, StopIteration):  # another thread's turn
+                    break
+            _PIECES[etag] = pieces
+    return pieces
+
+
 def _filled_etag(shared_tag: str, filled: str) -> str:
     """The ``ETag`` of a shared copy whose ``ETag`` is ``shared_tag`` filled for a reader
     (``filled``: the fillings' tag, ``holes_fill_tagged``): it tells their pages apart as the
@@ -562,7 +585,7 @@ class PageCacheMiddleware:
         if named is None:
             return None
         pk, backend = named
-        shared = copy[2]
+        shared = _pieces_of(copy)
         found = holes_found(shared)
         # The user and the holes' statements in one round trip; the statements are for the
         # user the session names, and are thrown away unless Django would accept that user.

@@ -65,29 +65,36 @@ def any_of(alias: str, column: str, values: list) -> tuple[str, list]:
 
 
 def read_together(alias: str, statements: list[tuple[str, list]]) -> list[list[tuple]]:
-    """The rows of each ``(sql, params)`` of ``statements`` on database ``alias``, in order.
-    On PostgreSQL they are sent together in psycopg's pipeline mode, each prepared once per
-    connection (:func:`readers_cursor`), and the client waits for the server once, not once
-    a statement; elsewhere they run one after another. Raises what the database raises (as
-    Django's ``DatabaseError`` subclasses); a failed statement fails the call."""
+    """The rows of each ``(sql, params)`` of ``statements`` on database ``alias``, in order,
+    each row a tuple of its columns in order. On PostgreSQL the statements go as one (each a
+    branch of a ``UNION ALL``, its rows as JSON), prepared once per connection
+    (:func:`readers_cursor`): one round trip and one result to decode, where three statements
+    cost the client about twice the CPU even pipelined (``bench/README.md``, issue 19). Values
+    are then as JSON gives them (numbers, text, booleans, null; a timestamp as its ISO 8601
+    text), and each statement's columns must have distinct names. Elsewhere the statements
+    run one after another and values are as the driver gives them. Raises what the database
+    raises (as Django's ``DatabaseError`` subclasses)."""
     if not statements:
         return []
     connection = connections[alias]
-    cursors = [readers_cursor(alias) for _statement in statements]
-    try:
-        if connection.vendor == "postgresql" and len(statements) > 1:
-            with connection.wrap_database_errors, connection.connection.pipeline():
-                for cursor, (sql, params) in zip(cursors, statements, strict=True):
-                    cursor.execute(sql, params)
-                return [cursor.fetchall() for cursor in cursors]
+    if connection.vendor != "postgresql":
         results = []
-        for cursor, (sql, params) in zip(cursors, statements, strict=True):
-            cursor.execute(sql, params)
-            results.append(cursor.fetchall())
+        with connection.cursor() as cursor:
+            for sql, params in statements:
+                cursor.execute(sql, params)
+                results.append(cursor.fetchall())
         return results
-    finally:
-        for cursor in cursors:
-            cursor.close()
+    sql = " UNION ALL ".join(
+        f"SELECT {index} AS statement, to_json(q) AS row FROM ({text}) AS q"
+        for index, (text, _params) in enumerate(statements)
+    )
+    with readers_cursor(alias) as cursor:
+        cursor.execute(sql, [value for _text, params in statements for value in params])
+        found = cursor.fetchall()
+    results: list[list[tuple]] = [[] for _statement in statements]
+    for index, row in found:
+        results[index].append(tuple(row.values()))
+    return results
 
 
 def _reads_as_model_backend(backend) -> bool:
@@ -96,22 +103,48 @@ def _reads_as_model_backend(backend) -> bool:
     return isinstance(backend, ModelBackend) and type(backend).get_user is ModelBackend.get_user
 
 
+# Fields whose value comes back exactly through JSON and the field's to_python (read_together).
+_JSON_SAFE_FIELDS = frozenset(
+    {
+        "AutoField",
+        "BigAutoField",
+        "BigIntegerField",
+        "BooleanField",
+        "CharField",
+        "DateField",
+        "DateTimeField",
+        "EmailField",
+        "IntegerField",
+        "PositiveIntegerField",
+        "PositiveSmallIntegerField",
+        "SlugField",
+        "SmallAutoField",
+        "SmallIntegerField",
+        "TextField",
+        "UUIDField",
+    }
+)
+
+
 def user_statement(pk, *, alias: str | None = None) -> tuple[str, str, list] | None:
     """``(alias, sql, params)``: the written-out read of the user whose primary key is ``pk``
     (the user model's concrete fields, in their order; :func:`user_from_rows` makes the
     user), on the database the routers give for reading users (``alias`` another). ``None``
     where the ORM must read it instead: the user model's default manager filters its rows,
-    or the database is not PostgreSQL (whose driver gives every value as the ORM's
-    converters would)."""
+    one of its fields would not come back exactly through JSON (:func:`read_together`), or
+    the database is not PostgreSQL."""
     model = get_user_model()
     alias = alias or router.db_for_read(model)
     connection = connections[alias]
-    if connection.vendor != "postgresql" or type(model._default_manager).get_queryset is not (
-        models.Manager.get_queryset
+    fields = model._meta.concrete_fields
+    if (
+        connection.vendor != "postgresql"
+        or type(model._default_manager).get_queryset is not models.Manager.get_queryset
+        or any(field.get_internal_type() not in _JSON_SAFE_FIELDS for field in fields)
     ):
         return None
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in model._meta.concrete_fields)
+    columns = ", ".join(quote(field.column) for field in fields)
     sql = (
         f"SELECT {columns} FROM {quote(model._meta.db_table)}"  # noqa: S608 - names
         f" WHERE {quote(model._meta.pk.column)} = %s"
@@ -124,7 +157,9 @@ def user_from_rows(alias: str, rows: list[tuple]):
     if not rows:
         return None
     model = get_user_model()
-    return model.from_db(alias, [field.attname for field in model._meta.concrete_fields], rows[0])
+    fields = model._meta.concrete_fields
+    values = [field.to_python(value) for field, value in zip(fields, rows[0], strict=True)]
+    return model.from_db(alias, [field.attname for field in fields], values)
 
 
 def user_by_pk(pk, *, alias: str | None = None):
