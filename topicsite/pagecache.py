@@ -427,6 +427,12 @@ def _personal(response, state: str):
     return response
 
 
+# The message storages Django ships (cookie, session, and the first then the second).
+_DJANGO_MESSAGE_STORAGES = frozenset(
+    f"django.contrib.messages.storage.{name}"
+    for name in ("fallback.FallbackStorage", "cookie.CookieStorage", "session.SessionStorage")
+)
+
 # Beyond these, a query string is none a view keeps (each keeps one or two short parameters).
 _MAX_EARLY_QUERY = 100
 _MAX_EARLY_PARAMETERS = 4
@@ -597,7 +603,12 @@ class PageCacheMiddleware:
         request.session = session
         request.user = user
         csrf.process_request(request)
-        messages.process_request(request)
+        # Django's own message storages hold nothing for a request with no message cookie
+        # and no messages in its session: their middleware's hooks would find none and write
+        # nothing (the messages hole is then empty). Another storage gets its hooks.
+        with_messages = settings.MESSAGE_STORAGE not in _DJANGO_MESSAGE_STORAGES
+        if with_messages:
+            messages.process_request(request)
         html, filled = holes_fill_found(request, shared, found, rows)
         response = HttpResponse(html, content_type=copy[1])
         if len(copy) > 3 and copy[3]:
@@ -606,6 +617,7 @@ class PageCacheMiddleware:
         response["Content-Length"] = str(len(response.content))
         if self._xframe is not None:
             response = self._xframe.process_response(request, response)
-        response = messages.process_response(request, response)
+        if with_messages:
+            response = messages.process_response(request, response)
         response = csrf.process_response(request, response)
         return sessions.process_response(request, response)

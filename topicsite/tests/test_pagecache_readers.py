@@ -533,3 +533,31 @@ def test_the_early_path_is_off_where_the_reader_cache_is(settings):
     settings.READER_PAGE_CACHE_SECONDS = 0
     response = nina.get(url)
     assert _through_full_stack(response) and response[CACHE_HEADER] == "bypass"
+
+
+class RecordingStorage(FallbackStorage):
+    """A message storage of the site's own (not one Django ships): counts its requests."""
+
+    made = 0
+
+    def __init__(self, request, *args, **kwargs):
+        type(self).made += 1
+        super().__init__(request, *args, **kwargs)
+
+
+def test_a_message_storage_of_the_sites_own_gets_its_middleware_hooks_on_the_early_path(
+    settings,
+):
+    """With Django's own message storages the early path skips the messages middleware's
+    hooks (no message cookie, none in the session: nothing to show or write); another storage
+    gets them, as on the full stack."""
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    _warm(url)
+    olga = reader("olga@example.org")
+    settings.MESSAGE_STORAGE = f"{__name__}.RecordingStorage"
+    RecordingStorage.made = 0
+    response = olga.get(url)
+    assert not _through_full_stack(response) and response.status_code == 200
+    assert RecordingStorage.made == 1

@@ -227,3 +227,35 @@ def test_a_user_read_by_its_key_is_the_orms_user():
         assert getattr(read, field.attname) == getattr(expected, field.attname), field.name
     assert read.get_session_auth_hash() == expected.get_session_auth_hash()
     assert user_by_pk(user.pk + 1000) is None
+
+
+def test_statements_read_together_are_one_statement_with_each_ones_rows_in_order():
+    """``topicsite.readers.read_together``: several statements go to PostgreSQL as one (one
+    query in the log), each statement's rows come back in its order (none for one that finds
+    nothing), as tuples of JSON values (a timestamp as ISO text); a failing statement raises
+    Django's error and leaves the connection usable."""
+    from django.db import DatabaseError, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from topicsite.readers import read_together
+
+    statements = [
+        ("SELECT n, n * 2 AS twice FROM generate_series(1, %s) AS n ORDER BY n DESC", [3]),
+        ("SELECT 'x'::text AS letter WHERE %s", [False]),
+        (
+            "SELECT %s::text AS word, true AS yes, "
+            "'2026-12-07 05:00:00+00'::timestamptz AS at, NULL::int AS nothing",
+            ["hello"],
+        ),
+    ]
+    with CaptureQueriesContext(connection) as captured:
+        numbers, none, mixed = read_together("default", statements)
+    assert len(captured) == 1
+    assert numbers == [(3, 6), (2, 4), (1, 2)]
+    assert none == []
+    assert mixed == [("hello", True, "2026-12-07T05:00:00+00:00", None)]
+    assert read_together("default", []) == []
+
+    with pytest.raises(DatabaseError), transaction.atomic():  # the test's transaction lives on
+        read_together("default", [("SELECT 1 AS one", []), ("SELECT 1 / %s AS boom", [0])])
+    assert read_together("default", [("SELECT 2 AS two", [])]) == [[(2,)]]
