@@ -6,13 +6,12 @@ Registered from ``FollowsConfig.ready``; each filler reads all its holes of a pa
 
 from __future__ import annotations
 
+from html import escape as escape_text
 from urllib.parse import quote
 
-from django.templatetags.static import static
-from django.urls import reverse
 from django.utils.html import escape
 
-from topicsite.holes import csrf_token, hole_filler
+from topicsite.holes import csrf_token, hole_filler, hole_static, hole_url
 from topicsite.readers import read_together
 
 from .library_selectors import library_states_from_rows, library_states_statement
@@ -23,6 +22,24 @@ __all__ = ["follow_topic_buttons", "save_buttons"]
 # A number no paper id is near: the save address is reversed once and the id put in its place.
 _ID_MARK = "9070605040302010"
 _READ_BADGE = ' <span class="read-badge">Read</span>'
+
+
+def _save_end(state) -> str:
+    """The end of a Save button's form for a paper's library state (``None``: not saved;
+    ``False``: saved, unread; ``True``: read)."""
+    saved = state is not None
+    return (
+        f'  <input type="hidden" name="action" value="{"remove" if saved else "save"}">\n'
+        f'  <button type="submit" class="save-button" '
+        f'aria-pressed="{"true" if saved else "false"}" '
+        f'title="{"In your library: press to remove" if saved else "Save to your library"}">'
+        f"{'Saved' if saved else 'Save'}</button>"
+        f"{_READ_BADGE if state else ''}\n"
+        f"</form>"
+    )
+
+
+_SAVE_ENDS = {state: _save_end(state) for state in (None, False, True)}
 
 
 def _follow_read(user_id, args: list[str]):
@@ -52,8 +69,8 @@ def follow_topic_buttons(request, args: list[str], rows=None) -> dict[str, str]:
     for pk, (slug, count, following) in states.items():
         followers = f"{count} follower{'' if count == 1 else 's'}"
         if not user.is_authenticated:
-            confirm = quote(reverse("follows:confirm", kwargs={"slug": slug}), safe="/")
-            login = f"{reverse('account_login')}?next={confirm}"
+            confirm = quote(hole_url("follows:confirm", slug=slug), safe="/")
+            login = f"{hole_url('account_login')}?next={confirm}"
             buttons[str(pk)] = (
                 f'<p class="follow-form">\n  <a class="button-link" href="{escape(login)}">'
                 f'Follow this topic<span class="visually-hidden"> (log in first)</span></a>\n'
@@ -61,7 +78,7 @@ def follow_topic_buttons(request, args: list[str], rows=None) -> dict[str, str]:
             )
             continue
         action, label = ("unfollow", "Unfollow") if following else ("follow", "Follow")
-        toggle = reverse("follows:toggle", kwargs={"slug": slug})
+        toggle = hole_url("follows:toggle", slug=slug)
         token = csrf_token(request)
         buttons[str(pk)] = (
             f'<form method="post" action="{escape(toggle)}" class="follow-form">\n'
@@ -71,7 +88,7 @@ def follow_topic_buttons(request, args: list[str], rows=None) -> dict[str, str]:
             f"{label} this topic</button>\n"
             f'  <span class="followers" aria-live="polite">{followers}</span>\n'
             f"</form>\n"
-            f'<script src="{escape(static("js/follow.js"))}" defer></script>'
+            f'<script src="{escape(hole_static("js/follow.js"))}" defer></script>'
         )
     return buttons
 
@@ -89,7 +106,7 @@ def save_buttons(request, args: list[str], rows=None) -> dict[str, str]:
     if not user.is_authenticated:
         link = (
             f'<p class="save-form"><a class="button-link save-button" '
-            f'href="{escape(reverse("account_login"))}?next={escape(quote(here, safe="/"))}">'
+            f'href="{escape(hole_url("account_login"))}?next={escape(quote(here, safe="/"))}">'
             f'Save<span class="visually-hidden"> to your library (log in first)</span></a></p>'
         )
         return {str(pk): link for pk in ids}
@@ -97,27 +114,22 @@ def save_buttons(request, args: list[str], rows=None) -> dict[str, str]:
         statement = _save_read(user.pk, args)
         rows = [] if statement is None else read_together(statement[0], [statement[1:]])[0]
     states = library_states_from_rows(rows)
+    # Plain text (the stdlib's escape, Django's without the safe-string mark): thirty cards
+    # format it without a Python-level __str__ call each time.
     head, tail = (
-        escape(part)
-        for part in reverse("library:save", kwargs={"paper_id": int(_ID_MARK)}).split(_ID_MARK)
+        escape_text(part)
+        for part in hole_url("library:save", paper_id=int(_ID_MARK)).split(_ID_MARK)
     )
-    token = escape(csrf_token(request))
-    next_value = escape(here)
-    script = f'\n<script src="{escape(static("js/library.js"))}" defer></script>'
+    start = f'<form method="post" action="{head}'
+    token = escape_text(csrf_token(request))
+    middle = (
+        f'{tail}" class="save-form">\n'
+        f'  <input type="hidden" name="csrfmiddlewaretoken" value="{token}">\n'
+        f'  <input type="hidden" name="next" value="{escape_text(here)}">\n'
+    )
+    script = f'\n<script src="{escape_text(hole_static("js/library.js"))}" defer></script>'
     buttons = {}
     for pk in ids:
         state = states.get(pk)  # None: not saved; False: saved, unread; True: read
-        saved = state is not None
-        buttons[str(pk)] = (
-            f'<form method="post" action="{head}{pk}{tail}" class="save-form">\n'
-            f'  <input type="hidden" name="csrfmiddlewaretoken" value="{token}">\n'
-            f'  <input type="hidden" name="next" value="{next_value}">\n'
-            f'  <input type="hidden" name="action" value="{"remove" if saved else "save"}">\n'
-            f'  <button type="submit" class="save-button" '
-            f'aria-pressed="{"true" if saved else "false"}" '
-            f'title="{"In your library: press to remove" if saved else "Save to your library"}">'
-            f"{'Saved' if saved else 'Save'}</button>"
-            f"{_READ_BADGE if state else ''}\n"
-            f"</form>{script if not buttons else ''}"
-        )
+        buttons[str(pk)] = f"{start}{pk}{middle}{_SAVE_ENDS[state]}{script if not buttons else ''}"
     return buttons
