@@ -296,9 +296,9 @@ def test_paper_page_readers_share_it_with_their_own_save_button_and_report_forms
     url = paper.get_absolute_url()
 
     state_l, html_l = page(lena, url)
-    # The user with the Save button's state (one statement), the report forms; the session
-    # is read from its cached copy.
-    with django_assert_num_queries(2):
+    # The user, the Save button's state and the report forms' states in one statement; the
+    # session is read from its cached copy.
+    with django_assert_num_queries(1):
         state_m, html_m = page(mike, url)
 
     assert (state_l, state_m) == ("miss", "hit")
