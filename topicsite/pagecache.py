@@ -31,10 +31,10 @@ With ``signed_in=True`` (topic and paper pages) signed-in readers share the page
 copy of their own kind: rendered once with its personal parts left as holes
 (``topicsite.holes``: who is signed in and the log-out form's CSRF token, flash messages, the
 Follow button, the Save buttons, a paper's report forms), kept under the same address key with
-the same version, lock and rules, and filled for each reader on every request (a few small
-queries, no template of the page). A page whose shared rendering still holds a CSRF token or
-sets a cookie is not kept. Its lifetime is ``READER_PAGE_CACHE_SECONDS`` (0 turns it off);
-responses say ``Vary: Cookie`` and ``Cache-Control: private``.
+the same version, lock and rules, and filled for each reader on every request (the holes'
+reads as one statement, no template of the page). A page whose shared rendering still holds a
+CSRF token or sets a cookie is not kept. Its lifetime is ``READER_PAGE_CACHE_SECONDS`` (0
+turns it off); responses say ``Vary: Cookie`` and ``Cache-Control: private``.
 
 With the cache down (django-redis skips a dead Redis) every request renders the page.
 
@@ -464,9 +464,11 @@ class PageCacheMiddleware:
     a copy this process keeps (the ``pages`` cache) under the address's key, carrying the
     current site-wide version (read from Redis on every request, so a change shows at once).
     Only a view's canonical addresses are ever kept, so the address key needs no knowledge of
-    the view (:func:`_address_key` with any parameter names). Everything else (no copy here,
-    an old version, Redis down, a signed-in reader) goes on down the stack unchanged, to the
-    view's decorator, which renders, shares and keeps copies as before.
+    the view (:func:`_address_key` with any parameter names). A signed-in reader is answered
+    here from the copy signed-in readers share when Django's authentication would accept the
+    session as it is (:meth:`_reader_hit`). Everything else (no copy here, an old version,
+    Redis down, a session the early path cannot judge) goes on down the stack unchanged, to
+    the view's decorator, which renders, shares and keeps copies as before.
 
     A hit carries what the stack below would have added to a shared page:
     ``X-Frame-Options`` (Django's clickjacking middleware, when installed),
