@@ -597,9 +597,16 @@ class PageCacheMiddleware:
         found = holes_found(shared)
         # The user and the holes' statements in one round trip; the statements are for the
         # user the session names, and are thrown away unless Django would accept that user.
+        # The session's row is confirmed in the same round trip: a copy that outlived it (a
+        # log-out Redis did not hear of) is deleted and the request goes down the stack.
         user_read = user_statement(pk)
-        rows, user_rows = holes_read(found, pk, () if user_read is None else (user_read,))
-        user = user_by_pk(pk) if user_read is None else user_from_rows(user_read[0], user_rows[0])
+        live = getattr(session, "live_statement", lambda: None)()
+        also = tuple(statement for statement in (live, user_read) if statement is not None)
+        rows, also_rows = holes_read(found, pk, also)
+        if live is not None and not also_rows[0]:
+            session.forget_cached()
+            return None
+        user = user_by_pk(pk) if user_read is None else user_from_rows(user_read[0], also_rows[-1])
         if not user_accepted(user, session, backend):
             return None
         request.session = session

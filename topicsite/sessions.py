@@ -5,9 +5,10 @@ Every signed-in request reads its session before anything else. This is Django's
 ``django.contrib.sessions.backends.cached_db.SessionStore``: every session is a row of Django's
 session table (the same rows, encoding, expiry, saving and deleting as the database engine, so
 switching engines kept every session) and a copy of its data in the cache
-(``SESSION_CACHE_ALIAS``: Redis), kept until the session expires, written on every save and
-deleted with the session (log-out). A request reads the copy; only when the cache has none (a
-new process's Redis, Redis down) does it read the row, with one written-out ``SELECT``: through
+(``SESSION_CACHE_ALIAS``: Redis), kept ``SESSION_CACHE_SECONDS`` at most (Django's engine keeps
+it until the session expires), written on every save and deleted with the session (log-out).
+A request reads the copy; only when the cache has none (a new process's Redis, Redis down, a
+copy's lifetime over) does it read the row, with one written-out ``SELECT``: through
 the ORM (``Session.objects.get(...)``) that read cost about 200 µs of CPU, written out about 70
 (``bench/README.md``, issue 19), on the database the routers give for ``Session`` reads (a
 replica for a reader's GET, ``topicsite.dbrouter``), prepared once per connection on
@@ -15,19 +16,23 @@ PostgreSQL. The signed-in readers' early path (``topicsite.pagecache``) reads th
 same round trip as the site-wide version (:meth:`SessionStore.cache_key_if_valid`,
 :meth:`SessionStore.take_cached`).
 
-As with Django's engine, a log-out while Redis does not answer deletes the row but not the
-copy, which then serves that session's key until it expires; the browser forgot the key at
+A log-out while Redis does not answer, or while the cache's breaker skips Redis after a slow
+answer (``topicsite.cache``), deletes the row but not the copy. The early path confirms the
+row in the statement it sends anyway (:meth:`SessionStore.live_statement`) and deletes a copy
+that outlived it; elsewhere such a copy serves that key for ``SESSION_CACHE_SECONDS`` at
+most (Django's engine: until the session would have expired). The browser forgot the key at
 the log-out.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.sessions.backends.base import VALID_KEY_CHARS
 from django.contrib.sessions.backends.cached_db import SessionStore as CachedDatabaseSessionStore
 from django.db import connections, router
 from django.utils import timezone
 
-from .readers import readers_cursor
+from .readers import read_together
 
 __all__ = ["SessionStore"]
 
@@ -36,10 +41,34 @@ _KEY_CHARS = frozenset(VALID_KEY_CHARS)
 _KEY_MAX_LENGTH = 40
 
 
+class _LifetimeCapped:
+    """The session cache, every copy it is given kept ``seconds`` at most (Django's store
+    keeps it as long as the session)."""
+
+    def __init__(self, cache, seconds: int):
+        self._cache = cache
+        self._seconds = seconds
+
+    def set(self, key, value, timeout=None, *args, **kwargs):
+        if timeout is None or timeout > self._seconds:
+            timeout = self._seconds
+        return self._cache.set(key, value, timeout, *args, **kwargs)
+
+    def __contains__(self, key) -> bool:
+        return key in self._cache
+
+    def __getattr__(self, name):
+        return getattr(self._cache, name)
+
+
 class SessionStore(CachedDatabaseSessionStore):
     """Django's cached database session store whose read of the row (when the cache has no
     copy) is one written-out ``SELECT`` (session key, unexpired) instead of the ORM query,
     prepared once per connection on PostgreSQL (``topicsite.readers.readers_cursor``)."""
+
+    def __init__(self, session_key=None):
+        super().__init__(session_key)
+        self._cache = _LifetimeCapped(self._cache, settings.SESSION_CACHE_SECONDS)
 
     def load(self) -> dict:
         """The session's data: its cached copy, else its row (then cached), else empty. A key
@@ -77,22 +106,50 @@ class SessionStore(CachedDatabaseSessionStore):
         """The unexpired ``Session`` row of this store's key, or ``None`` (and the key
         forgotten, as Django's store does) when there is none or the key is invalid."""
         key = self.session_key  # None when the cookie's key failed Django's validation
-        row = None
+        rows = []
         if key is not None:
             model = self.model
             alias = router.db_for_read(model)
             table = connections[alias].ops.quote_name(model._meta.db_table)
-            with readers_cursor(alias) as cursor:
-                cursor.execute(
-                    f"SELECT session_data, expire_date FROM {table}"  # noqa: S608 - table name
-                    " WHERE session_key = %s AND expire_date > %s",
-                    [key, timezone.now()],
-                )
-                row = cursor.fetchone()
-        if row is None:
+            # read_together: one statement, its result a JSON value whatever the table's
+            # column types (a prepared statement whose result type changed, after a
+            # migration, would fail on every kept connection).
+            rows = read_together(
+                alias,
+                [
+                    (
+                        f"SELECT session_data, expire_date FROM {table}"  # noqa: S608 - name
+                        " WHERE session_key = %s AND expire_date > %s",
+                        [key, timezone.now()],
+                    )
+                ],
+            )[0]
+        if not rows:
             self._session_key = None
             return None
-        session = self.model(session_key=key, session_data=row[0], expire_date=row[1])
+        data, expire_date = rows[0]
+        expire_date = self.model._meta.get_field("expire_date").to_python(expire_date)
+        session = self.model(session_key=key, session_data=data, expire_date=expire_date)
         session._state.db = alias
         session._state.adding = False
         return session
+
+    def live_statement(self) -> tuple[str, str, list] | None:
+        """``(alias, sql, params)``: whether this session's row still exists and has not
+        expired (one row, or none), for ``topicsite.readers.read_together``; ``None`` for a key
+        Django did not make. A session served from its cached copy is confirmed by it where
+        the copy may have outlived the row (a log-out whose delete Redis did not get)."""
+        key = self.session_key
+        if key is None:
+            return None
+        model = self.model
+        alias = router.db_for_read(model)
+        table = connections[alias].ops.quote_name(model._meta.db_table)
+        sql = f"SELECT 1 AS live FROM {table} WHERE session_key = %s AND expire_date > %s"  # noqa: S608
+        return alias, sql, [key, timezone.now()]
+
+    def forget_cached(self) -> None:
+        """Delete this session's cached copy (its row is gone: the copy must not serve)."""
+        key = self.cache_key_if_valid()
+        if key is not None:
+            self._cache.delete(key)

@@ -561,5 +561,9 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 # Django's database sessions, read with one written-out SELECT (topicsite/sessions.py).
 SESSION_ENGINE = "topicsite.sessions"
+# How long a session's copy is kept in the cache at most (topicsite/sessions.py): also how long
+# a copy that outlived its session's row (a log-out while Redis did not answer) can serve pages
+# other than the shared topic and paper pages, which confirm the row.
+SESSION_CACHE_SECONDS = env_int("SESSION_CACHE_SECONDS", 300, minimum=1)
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"

@@ -5,6 +5,7 @@ request; the filled page is the page rendered for that reader alone."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 from types import SimpleNamespace
@@ -561,3 +562,66 @@ def test_a_message_storage_of_the_sites_own_gets_its_middleware_hooks_on_the_ear
     response = olga.get(url)
     assert not _through_full_stack(response) and response.status_code == 200
     assert RecordingStorage.made == 1
+
+
+def test_a_session_copy_that_outlived_its_row_is_refused_and_deleted_by_the_early_path():
+    """A log-out whose delete Redis did not get (slow, or skipped by the breaker) leaves the
+    session's copy in the cache without its row: the early path confirms the row in its one
+    statement, deletes the copy and goes down the stack, where the reader is signed out."""
+    from django.contrib.sessions.models import Session
+
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    _warm(url)
+    pia = reader("pia@example.org")
+    assert "pia@example.org" in pia.get(url).content.decode()
+    session = pia.session
+    assert cache.get(session.cache_key) is not None
+    Session.objects.filter(session_key=session.session_key).delete()  # the row alone
+
+    response = pia.get(url)
+    assert _through_full_stack(response) and not response.wsgi_request.user.is_authenticated
+    assert "pia@example.org" not in response.content.decode()
+    assert cache.get(session.cache_key) is None
+    assert not pia.get("/library/").wsgi_request.user.is_authenticated
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_user_read_survives_a_migration_that_changes_a_columns_type():
+    """The user and the holes are read by one statement prepared once per connection whose
+    result is JSON: a migration run elsewhere that changes a column's type (a longer first
+    name, a longer slug) leaves signed-in pages working on connections that prepared it
+    before (a prepared statement whose result type changed fails: "cached plan must not
+    change result type")."""
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    _warm(url)
+    quinn = reader("quinn@example.org")
+    assert not _through_full_stack(quinn.get(url))
+    with (
+        _migration("auth_user", "first_name", 200, 150),
+        _migration("topics_topic", "slug", 300, 200),
+    ):
+        response = quinn.get(url)
+    assert response.status_code == 200 and not _through_full_stack(response)
+    assert "quinn@example.org" in response.content.decode()
+
+
+@contextlib.contextmanager
+def _migration(table: str, column: str, length: int, back: int):
+    """``column`` of ``table`` made ``varchar(length)`` by another connection (as a
+    migration would), and made ``varchar(back)`` again at the end."""
+    import psycopg
+    from django.db import connection
+
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params, autocommit=True) as other:
+        other.execute(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE varchar({length})")
+        try:
+            yield
+        finally:
+            other.execute(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE varchar({back})")

@@ -31,7 +31,7 @@ def test_the_site_uses_it_and_a_signed_in_reader_stays_signed_in(settings):
     assert response.wsgi_request.user == user
 
 
-def test_a_stored_session_loads_from_its_cached_copy_or_else_its_row_in_one_query():
+def test_a_stored_session_loads_from_its_cached_copy_or_else_its_row_in_one_query(settings):
     """A session is read from its copy in the cache, with no query; without one (a Redis
     emptied) from its row in one query, and the copy is kept again; the copy lives as long
     as the session."""
@@ -43,7 +43,7 @@ def test_a_stored_session_loads_from_its_cached_copy_or_else_its_row_in_one_quer
     with CaptureQueriesContext(connection) as queries:
         assert again["answer"] == 42 and again["nested"] == {"a": [1, 2]}
     assert len(queries) == 0
-    assert 0 < cache.ttl(store.cache_key) <= store.get_expiry_age()
+    assert 0 < cache.ttl(store.cache_key) <= settings.SESSION_CACHE_SECONDS
 
     cache.clear()
     from_row = SessionStore(store.session_key)
@@ -140,3 +140,29 @@ def test_a_key_no_session_can_have_never_reaches_the_database():
             store.flush()
         assert store.session_key is None
         assert len(queries) == 0, key
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reading_a_row_survives_a_migration_that_changes_its_columns_types():
+    """The row is read by a statement prepared once per connection whose result is JSON: a
+    migration run elsewhere that changes a column's type (here the expiry's precision) does
+    not make every kept connection fail with "cached plan must not change result type"."""
+    import psycopg
+
+    store = SessionStore()
+    store["answer"] = 42
+    store.create()
+    cache.clear()
+    assert SessionStore(store.session_key)["answer"] == 42  # prepared on this connection
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params, autocommit=True) as other:
+        other.execute("ALTER TABLE django_session ALTER COLUMN expire_date TYPE timestamptz(3)")
+        try:
+            cache.clear()
+            again = SessionStore(store.session_key)
+            assert again["answer"] == 42
+            assert again.get_expiry_age() > 0
+        finally:
+            other.execute("ALTER TABLE django_session ALTER COLUMN expire_date TYPE timestamptz")
