@@ -129,7 +129,10 @@ class DatabaseWrapper(PostgreSQLDatabaseWrapper):
         once per connection, not per request: 30-70 µs of the server's time a statement
         (``bench/README.md``, issue 19). Only for statements whose text does not vary with the
         values (``= ANY(%s)`` with a list, not ``IN`` with one placeholder per value), or the
-        connection's prepared statements churn.
+        connection's prepared statements churn; and only for statements whose result type no
+        migration can change (PostgreSQL refuses a prepared statement whose result columns'
+        types changed, "cached plan must not change result type", on every connection that
+        prepared it): ``topicsite.readers.read_together`` returns each row as one JSON value.
 
         With ``PREPARED_STATEMENTS`` false in the database's settings (``DATABASE_URL`` behind
         a pooler in transaction mode that does not keep prepared statements), nothing is
