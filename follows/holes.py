@@ -12,7 +12,7 @@ from urllib.parse import quote
 from django.utils.html import escape
 
 from topicsite.holes import csrf_token, hole_filler, hole_static, hole_url
-from topicsite.readers import read_together
+from topicsite.readers import read_statement
 
 from .library_selectors import library_states_from_rows, library_states_statement
 from .selectors import topic_follow_states_from_rows, topic_follow_states_statement
@@ -63,7 +63,7 @@ def follow_topic_buttons(request, args: list[str], rows=None) -> dict[str, str]:
     user = request.user
     if rows is None:
         statement = _follow_read(user.pk if user.is_authenticated else None, args)
-        rows = [] if statement is None else read_together(statement[0], [statement[1:]])[0]
+        rows = read_statement(statement)
     states = topic_follow_states_from_rows(rows)
     buttons = {}
     for pk, (slug, count, following) in states.items():
@@ -112,7 +112,7 @@ def save_buttons(request, args: list[str], rows=None) -> dict[str, str]:
         return {str(pk): link for pk in ids}
     if rows is None:
         statement = _save_read(user.pk, args)
-        rows = [] if statement is None else read_together(statement[0], [statement[1:]])[0]
+        rows = read_statement(statement)
     states = library_states_from_rows(rows)
     # Plain text (the stdlib's escape, Django's without the safe-string mark): thirty cards
     # format it without a Python-level __str__ call each time.

@@ -11,7 +11,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models import QuerySet
 
 from papers.citations import Citation, citations_of, paper_pdf_url
-from topicsite.readers import any_of, read_together
+from topicsite.readers import any_of, read_statement
 
 from .models import LibraryItem
 
@@ -34,11 +34,8 @@ def library_states(*, user, paper_ids: Iterable[int]) -> dict[int, bool]:
     """``{paper id: read?}`` for the papers of ``paper_ids`` that ``user`` saved (papers not
     saved are absent). One query, whatever the number of papers; none for an anonymous user
     or no ids (:func:`library_states_statement`)."""
-    statement = library_states_statement(user.pk if user.is_authenticated else None, paper_ids)
-    if statement is None:
-        return {}
-    alias, sql, params = statement
-    return library_states_from_rows(read_together(alias, [(sql, params)])[0])
+    user_id = user.pk if user.is_authenticated else None
+    return library_states_from_rows(read_statement(library_states_statement(user_id, paper_ids)))
 
 
 def library_states_statement(user_id, paper_ids: Iterable) -> tuple[str, str, list] | None:

@@ -25,7 +25,7 @@ from django.utils import timezone
 from papers.models import Authorship, Paper
 from topics.models import Assignment, Topic
 from topics.selectors import topic_newest_paper_ids, topic_papers
-from topicsite.readers import any_of, read_together
+from topicsite.readers import any_of, read_statement
 
 from .models import Follow, SearchMatch
 
@@ -262,11 +262,10 @@ def topic_follow_states(*, user, topic_ids: Iterable[int]) -> dict[int, tuple[st
     """``{topic pk: (slug, follower count, whether user follows it)}`` for the stored topics
     of ``topic_ids`` (the count as :func:`follower_count`; False for an anonymous user). One
     query (:func:`topic_follow_states_statement`)."""
-    statement = topic_follow_states_statement(user.pk if user.is_authenticated else None, topic_ids)
-    if statement is None:
-        return {}
-    alias, sql, params = statement
-    return topic_follow_states_from_rows(read_together(alias, [(sql, params)])[0])
+    user_id = user.pk if user.is_authenticated else None
+    return topic_follow_states_from_rows(
+        read_statement(topic_follow_states_statement(user_id, topic_ids))
+    )
 
 
 def topic_follow_states_statement(user_id, topic_ids: Iterable) -> tuple[str, str, list] | None:

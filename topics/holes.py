@@ -9,7 +9,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.template.loader import get_template
 
 from topicsite.holes import hole_filler
-from topicsite.readers import any_of, read_together
+from topicsite.readers import any_of, read_statement
 
 from .models import Assignment, AssignmentReport, Topic
 
@@ -49,7 +49,7 @@ def topic_report_forms(request, args: list[str], rows=None) -> dict[str, str]:
         return dict.fromkeys(args, "")
     if rows is None:
         statement = _report_read(user.pk, args)
-        rows = [] if statement is None else read_together(statement[0], [statement[1:]])[0]
+        rows = read_statement(statement)
     template = get_template("topics/_topic_report.html")
     return {
         str(pk): template.render(

@@ -37,6 +37,8 @@ from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from .readers import read_together
+
 __all__ = [
     "HOLE",
     "csrf_token",
@@ -118,8 +120,6 @@ def holes_read(
     ``found`` that read (for the reader whose primary key is ``user_id``) and the statements
     ``also``, sent together: one round trip a database (``topicsite.readers.read_together``).
     """
-    from .readers import read_together
-
     named = []
     for name, args in found.items():
         read = _READS.get(name)

@@ -35,6 +35,7 @@ from django.utils.crypto import constant_time_compare
 
 __all__ = [
     "any_of",
+    "read_statement",
     "read_together",
     "readers_cursor",
     "session_user",
@@ -95,6 +96,15 @@ def read_together(alias: str, statements: list[tuple[str, list]]) -> list[list[t
     for index, row in found:
         results[index].append(tuple(row.values()))
     return results
+
+
+def read_statement(statement: tuple[str, str, list] | None) -> list[tuple]:
+    """The rows of one ``(alias, sql, params)`` statement (:func:`read_together`), or none
+    for ``None`` (a reader's read with nothing to read)."""
+    if statement is None:
+        return []
+    alias, sql, params = statement
+    return read_together(alias, [(sql, params)])[0]
 
 
 def _reads_as_model_backend(backend) -> bool:
@@ -171,7 +181,7 @@ def user_by_pk(pk, *, alias: str | None = None):
     statement = user_statement(pk, alias=alias)
     if statement is None:
         return model._default_manager.using(alias).filter(pk=pk).first()
-    return user_from_rows(alias, read_together(alias, [statement[1:]])[0])
+    return user_from_rows(alias, read_statement(statement))
 
 
 def session_user(session):

@@ -32,7 +32,7 @@ from django.contrib.sessions.backends.cached_db import SessionStore as CachedDat
 from django.db import connections, router
 from django.utils import timezone
 
-from .readers import read_together
+from .readers import read_statement
 
 __all__ = ["SessionStore"]
 
@@ -102,35 +102,34 @@ class SessionStore(CachedDatabaseSessionStore):
             and _KEY_CHARS.issuperset(key)
         )
 
+    def _row_statement(self, columns: str) -> tuple[str, str, list] | None:
+        """``(alias, sql, params)`` reading ``columns`` of this session's unexpired row, on the
+        database the routers give for session reads; ``None`` for a key Django did not make.
+        Read through ``topicsite.readers``: one statement whose result is JSON whatever the
+        table's column types (a prepared statement whose result type changed, after a
+        migration, would fail on every kept connection)."""
+        key = self.session_key  # None when the cookie's key failed Django's validation
+        if key is None:
+            return None
+        alias = router.db_for_read(self.model)
+        table = connections[alias].ops.quote_name(self.model._meta.db_table)
+        sql = f"SELECT {columns} FROM {table} WHERE session_key = %s AND expire_date > %s"  # noqa: S608
+        return alias, sql, [key, timezone.now()]
+
     def _get_session_from_db(self):
         """The unexpired ``Session`` row of this store's key, or ``None`` (and the key
         forgotten, as Django's store does) when there is none or the key is invalid."""
-        key = self.session_key  # None when the cookie's key failed Django's validation
-        rows = []
-        if key is not None:
-            model = self.model
-            alias = router.db_for_read(model)
-            table = connections[alias].ops.quote_name(model._meta.db_table)
-            # read_together: one statement, its result a JSON value whatever the table's
-            # column types (a prepared statement whose result type changed, after a
-            # migration, would fail on every kept connection).
-            rows = read_together(
-                alias,
-                [
-                    (
-                        f"SELECT session_data, expire_date FROM {table}"  # noqa: S608 - name
-                        " WHERE session_key = %s AND expire_date > %s",
-                        [key, timezone.now()],
-                    )
-                ],
-            )[0]
+        statement = self._row_statement("session_data, expire_date")
+        rows = read_statement(statement)
         if not rows:
             self._session_key = None
             return None
         data, expire_date = rows[0]
         expire_date = self.model._meta.get_field("expire_date").to_python(expire_date)
-        session = self.model(session_key=key, session_data=data, expire_date=expire_date)
-        session._state.db = alias
+        session = self.model(
+            session_key=self.session_key, session_data=data, expire_date=expire_date
+        )
+        session._state.db = statement[0]
         session._state.adding = False
         return session
 
@@ -139,14 +138,7 @@ class SessionStore(CachedDatabaseSessionStore):
         expired (one row, or none), for ``topicsite.readers.read_together``; ``None`` for a key
         Django did not make. A session served from its cached copy is confirmed by it where
         the copy may have outlived the row (a log-out whose delete Redis did not get)."""
-        key = self.session_key
-        if key is None:
-            return None
-        model = self.model
-        alias = router.db_for_read(model)
-        table = connections[alias].ops.quote_name(model._meta.db_table)
-        sql = f"SELECT 1 AS live FROM {table} WHERE session_key = %s AND expire_date > %s"  # noqa: S608
-        return alias, sql, [key, timezone.now()]
+        return self._row_statement("1 AS live")
 
     def forget_cached(self) -> None:
         """Delete this session's cached copy (its row is gone: the copy must not serve)."""

@@ -438,21 +438,23 @@ def test_a_signed_in_readers_hit_is_served_before_the_stack_as_the_full_stack_se
     assert not _through_full_stack(grace.head(url))
 
 
-def _warm(url: str) -> None:
-    """The shared copy of ``url`` rendered and kept in this process (by another reader)."""
-    warm = reader(f"warm{len(url)}@example.org")
+def _warm_topic_page() -> str:
+    """The address of a new topic page of one card whose shared copy another reader had
+    rendered and kept in this process."""
+    topic = TopicFactory()
+    card_paper(topics=[topic])
+    url = topic.get_absolute_url()
+    warm = reader(f"warm{topic.pk}@example.org")
     page(warm, url)
     assert page(warm, url)[0] == "hit"
+    return url
 
 
 def test_a_changed_password_or_a_deactivated_reader_goes_down_the_stack_and_is_signed_out():
     """The early path accepts only sessions Django's authentication accepts as they are: a
     password changed elsewhere (the session's hash no longer matches) or a reader made
     inactive goes down the stack, where Django signs them out, as before."""
-    topic = TopicFactory()
-    card_paper(topics=[topic])
-    url = topic.get_absolute_url()
-    _warm(url)
+    url = _warm_topic_page()
     henry, ivy = reader("henry@example.org"), reader("ivy@example.org")
     assert not _through_full_stack(henry.get(url)) and not _through_full_stack(ivy.get(url))
 
@@ -475,10 +477,7 @@ def test_sessions_the_early_path_cannot_judge_alone_go_down_the_stack(settings):
     ``POST`` and an outdated copy all take the full stack."""
     from django.contrib.sessions.models import Session
 
-    topic = TopicFactory()
-    card_paper(topics=[topic])
-    url = topic.get_absolute_url()
-    _warm(url)
+    url = _warm_topic_page()
 
     # Flash messages kept in the session (a site's MESSAGE_STORAGE; Django's default keeps
     # them in a cookie, and in the session only after a cookie that says so).
@@ -525,10 +524,7 @@ def test_sessions_the_early_path_cannot_judge_alone_go_down_the_stack(settings):
 
 
 def test_the_early_path_is_off_where_the_reader_cache_is(settings):
-    topic = TopicFactory()
-    card_paper(topics=[topic])
-    url = topic.get_absolute_url()
-    _warm(url)
+    url = _warm_topic_page()
     nina = reader("nina@example.org")
     assert not _through_full_stack(nina.get(url))
     settings.READER_PAGE_CACHE_SECONDS = 0
@@ -552,10 +548,7 @@ def test_a_message_storage_of_the_sites_own_gets_its_middleware_hooks_on_the_ear
     """With Django's own message storages the early path skips the messages middleware's
     hooks (no message cookie, none in the session: nothing to show or write); another storage
     gets them, as on the full stack."""
-    topic = TopicFactory()
-    card_paper(topics=[topic])
-    url = topic.get_absolute_url()
-    _warm(url)
+    url = _warm_topic_page()
     olga = reader("olga@example.org")
     settings.MESSAGE_STORAGE = f"{__name__}.RecordingStorage"
     RecordingStorage.made = 0
@@ -570,10 +563,7 @@ def test_a_session_copy_that_outlived_its_row_is_refused_and_deleted_by_the_earl
     statement, deletes the copy and goes down the stack, where the reader is signed out."""
     from django.contrib.sessions.models import Session
 
-    topic = TopicFactory()
-    card_paper(topics=[topic])
-    url = topic.get_absolute_url()
-    _warm(url)
+    url = _warm_topic_page()
     pia = reader("pia@example.org")
     assert "pia@example.org" in pia.get(url).content.decode()
     session = pia.session
@@ -594,10 +584,7 @@ def test_a_user_read_survives_a_migration_that_changes_a_columns_type():
     name, a longer slug) leaves signed-in pages working on connections that prepared it
     before (a prepared statement whose result type changed fails: "cached plan must not
     change result type")."""
-    topic = TopicFactory()
-    card_paper(topics=[topic])
-    url = topic.get_absolute_url()
-    _warm(url)
+    url = _warm_topic_page()
     quinn = reader("quinn@example.org")
     assert not _through_full_stack(quinn.get(url))
     with (
