@@ -35,6 +35,7 @@ from django.conf import settings
 from django.db.models import Max
 
 from papers.duplicates import duplicates_collapse
+from papers.embeddings.index import stored_matrix
 from papers.embeddings.vectors import load_vectors, sound_vectors, stack, vector_from_bytes
 from papers.models import Paper, PaperEmbedding
 from topics.cards import PaperCard, paper_cards
@@ -198,39 +199,43 @@ def _for_you_ranking(*, user, days: int | None, exclude_ids: set[int] | frozense
     )
     if not ranking.has_signal:
         return ranking
-    followed_ids: list[int] = []
-    if follow_count:
-        followed_ids = user_newest_paper_ids(user=user, limit=FOLLOWED_POSITIVES_MAX)
-    model, dimension, known = _vectors_with_model(saved_ids + followed_ids + dismissed_ids)
-    if model is None:
-        return ranking
     until = Paper.objects.live().aggregate(newest=Max("submitted"))["newest"]
     if until is None:  # no live paper at all
         return ranking
     since = until - dt.timedelta(days=days)
+    excluded = set(saved_ids) | set(dismissed_ids) | set(exclude_ids)
+    # The candidates are the window's newest CANDIDATES_MAX + len(excluded) papers, so a
+    # followed one among them has no more followed papers above it than that: the same
+    # number of the follows' newest papers in the window holds every one of them.
+    followed_window = (
+        user_newest_paper_ids(user=user, limit=CANDIDATES_MAX + len(excluded), after=since)
+        if follow_count
+        else []
+    )
+    # The follows' newest papers, the weak positives: the window's first ones when it holds
+    # enough of them (the same papers, in the same order: every paper in the window is newer
+    # than any before it), else read without the window.
+    if len(followed_window) >= FOLLOWED_POSITIVES_MAX or not follow_count:
+        followed_ids = followed_window[:FOLLOWED_POSITIVES_MAX]
+    else:
+        followed_ids = user_newest_paper_ids(user=user, limit=FOLLOWED_POSITIVES_MAX)
+    model, dimension, known = _vectors_with_model(saved_ids + followed_ids + dismissed_ids)
+    if model is None:
+        return ranking
     ranking.since, ranking.until = since, until
     window = Paper.objects.live().filter(submitted__gt=since, submitted__lte=until)
-    excluded = set(saved_ids) | set(dismissed_ids) | set(exclude_ids)
-    candidate_ids = [
+    window_ids = [
         pk
         for pk in window.newest_first().values_list("pk", flat=True)[
             : CANDIDATES_MAX + len(excluded)
         ]
         if pk not in excluded
     ][:CANDIDATES_MAX]
-    followed_new = set()
-    if follow_count:
-        # The candidates are the window's newest CANDIDATES_MAX + len(excluded) papers, so a
-        # followed one among them has no more followed papers above it than that: the same
-        # number of the follows' newest papers in the window holds every one of them.
-        followed_new = set(
-            user_newest_paper_ids(user=user, limit=CANDIDATES_MAX + len(excluded), after=since)
-        ).intersection(candidate_ids)
-    vectors = sound_vectors(load_vectors(candidate_ids, model=model), dimension)
-    candidate_ids = [pk for pk in candidate_ids if pk in vectors]
+    followed_new = set(followed_window).intersection(window_ids)
+    # The candidates' vectors from the vector index where it holds them (no query).
+    candidate_ids, candidates = stored_matrix(window_ids, model=model, dimension=dimension)
     if not candidate_ids:
         return ranking
-    candidates = stack((vectors[pk] for pk in candidate_ids), dimension)
     saved_known = [pk for pk in saved_ids if pk in known]
     saved_set = set(saved_ids)
     followed_known = [pk for pk in followed_ids if pk in known and pk not in saved_set]

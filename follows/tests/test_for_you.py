@@ -372,3 +372,67 @@ def test_the_ranking_runs_on_one_blas_thread(reader, world, monkeypatch):
         assert ranked_ids(reader)
         assert blas_threads() == {2}
     assert seen == [{1}]
+
+
+def test_candidate_vectors_come_from_the_index_file_and_rank_the_same(
+    reader, world, taxonomy, settings, tmp_path, monkeypatch
+):
+    """With an index file of the readers' model, the candidates' vectors are read from it (no
+    query of their own) and the picks are those PostgreSQL's vectors give, in the same order:
+    the file's half-precision copies move a score by a rounding only."""
+    from papers.embeddings import index as vector_index
+
+    save(reader, world["saved"][:6])
+    Follow.objects.create(user=reader, topic=taxonomy["vision"])
+    settings.EMBEDDING_INDEX_DIR = tmp_path / "vectors"
+    monkeypatch.setattr(vector_index, "REOPEN_CHECK_SECONDS", 0.0)
+
+    def ranking_and_vector_reads():
+        with CaptureQueriesContext(connection) as queries:
+            ranked = for_you_ranking(user=reader).ranked
+        reads = [q for q in queries if "papers_paperembedding" in q["sql"]]
+        return ranked, len(reads)
+
+    from_database, reads_without_file = ranking_and_vector_reads()
+    assert vector_index.IndexWriter("test-model", DIMENSION).rebuild() == 28
+    from_file, reads_with_file = ranking_and_vector_reads()
+
+    assert reads_without_file == 2 and reads_with_file == 1
+    assert [pk for pk, _ in from_file] == [pk for pk, _ in from_database]
+    for (_, a), (_, b) in zip(from_file, from_database, strict=True):
+        assert a == pytest.approx(b, abs=1e-2)
+
+
+@pytest.mark.parametrize("positives_max", [3, 50])
+def test_the_follows_positives_are_their_newest_papers_window_or_not(
+    reader, world, taxonomy, monkeypatch, positives_max
+):
+    """The follows' newest papers (the weak positives) are :func:`user_newest_paper_ids`'
+    whether the window holds enough of them (3: read once, with the window's) or not (50: the
+    follows' older papers too, read apart)."""
+    from follows.selectors import user_newest_paper_ids
+
+    for paper in world["saved"]:  # August: outside the 14-day window
+        assign(paper, taxonomy["vision"])
+    Follow.objects.create(user=reader, topic=taxonomy["vision"])
+    monkeypatch.setattr(for_you_selectors, "FOLLOWED_POSITIVES_MAX", positives_max)
+    calls, asked = [], []
+    original = for_you_selectors.user_newest_paper_ids
+    monkeypatch.setattr(
+        for_you_selectors,
+        "user_newest_paper_ids",
+        lambda **kwargs: calls.append(kwargs) or original(**kwargs),
+    )
+    vectors_with_model = for_you_selectors._vectors_with_model
+    monkeypatch.setattr(
+        for_you_selectors,
+        "_vectors_with_model",
+        lambda ids: asked.append(list(ids)) or vectors_with_model(ids),
+    )
+
+    assert ranked_ids(reader)
+
+    expected = user_newest_paper_ids(user=reader, limit=positives_max)
+    assert asked == [expected]
+    assert len(expected) == min(positives_max, 16)
+    assert len(calls) == (1 if positives_max == 3 else 2)

@@ -287,3 +287,81 @@ def test_the_index_file_keeps_its_name_under_the_sites_postgresql_backend(monkey
     assert len(names) == 1
     monkeypatch.setattr(connection, "settings_dict", {**settings_dict, "NAME": "another"})
     assert index_path("some-model").name not in names
+
+
+def test_stored_matrix_reads_the_file_and_postgresql_for_what_it_lacks(
+    encoder, index_dir, papers, monkeypatch, django_assert_num_queries
+):
+    """``stored_matrix``: the vectors the index file holds come from it without a query, in
+    the order asked, each within half precision of the stored one; a paper the file lacks is
+    read from PostgreSQL in one query; a paper without a vector is left out."""
+    reopen_now(monkeypatch)
+    embed_papers([p.pk for p in papers[:4]])
+    stored = load_vectors([p.pk for p in papers[:4]])
+    order = [papers[2].pk, papers[0].pk, papers[3].pk, papers[1].pk, papers[2].pk]
+
+    with django_assert_num_queries(0):
+        ids, matrix = vector_index.stored_matrix(
+            order, model=encoder.model_id, dimension=encoder.dimension
+        )
+    assert ids == order[:4]
+    assert matrix.dtype == np.float32 and matrix.shape == (4, encoder.dimension)
+    assert matrix.flags["C_CONTIGUOUS"]
+    for row, pk in enumerate(ids):
+        assert np.abs(matrix[row] - stored[pk]).max() <= vector_index.SAME_VECTOR_TOLERANCE
+
+    # papers[4] gets a vector in PostgreSQL only (its file update lost); papers[0] has none.
+    PaperEmbedding.objects.create(
+        paper=papers[4],
+        model=encoder.model_id,
+        dimension=encoder.dimension,
+        vector=vector_to_bytes(stored[papers[3].pk]),
+        text_sha256="0" * 64,
+    )
+    with django_assert_num_queries(1):
+        ids, matrix = vector_index.stored_matrix(
+            [papers[4].pk, papers[1].pk, 10**9],
+            model=encoder.model_id,
+            dimension=encoder.dimension,
+        )
+    assert ids == [papers[4].pk, papers[1].pk]
+    assert np.array_equal(matrix[0], stored[papers[3].pk])
+
+
+@pytest.mark.parametrize("where", ["file", "no file"])
+def test_stored_matrix_leaves_out_damaged_vectors(encoder, index_dir, papers, monkeypatch, where):
+    """A vector of NaNs in the file, or a stored row cut short or of NaNs without a file, is
+    left out; the others stay, in order."""
+    reopen_now(monkeypatch)
+    embed_papers([p.pk for p in papers])
+    if where == "file":
+        IndexWriter(encoder.model_id, encoder.dimension).update(
+            {papers[1].pk: np.full(encoder.dimension, np.nan, dtype=np.float32)}
+        )
+    else:
+        index_path(encoder.model_id).unlink()
+        vector_index._forget_reader(index_path(encoder.model_id))
+        vector = load_vectors([papers[1].pk])[papers[1].pk]
+        PaperEmbedding.objects.filter(paper=papers[1]).update(
+            vector=vector_to_bytes(np.full_like(vector, np.nan))
+        )
+        PaperEmbedding.objects.filter(paper=papers[3]).update(vector=vector_to_bytes(vector[:50]))
+
+    ids, matrix = vector_index.stored_matrix(
+        [p.pk for p in papers], model=encoder.model_id, dimension=encoder.dimension
+    )
+
+    expected = [p.pk for p in papers if p != papers[1] and (where == "file" or p != papers[3])]
+    assert ids == expected
+    assert matrix.shape == (len(expected), encoder.dimension)
+    assert np.isfinite(matrix).all()
+
+
+def test_stored_matrix_of_another_dimension_reads_postgresql(encoder, index_dir, papers):
+    """A file whose vectors have another length than asked is not read; nothing of that
+    length is stored either, so nothing comes back."""
+    embed_papers([p.pk for p in papers])
+    ids, matrix = vector_index.stored_matrix(
+        [p.pk for p in papers], model=encoder.model_id, dimension=encoder.dimension + 1
+    )
+    assert ids == [] and matrix.shape == (0, encoder.dimension + 1)
