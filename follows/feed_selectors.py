@@ -37,9 +37,9 @@ class FeedPapers:
     ``topics.cards.PaperCard`` (what a card shows, as on the topic page, and when the
     paper was stored). ``capped`` tells whether there were more.
 
-    Reads the ids once, on first use, in one query
-    (``follows.selectors.user_newest_paper_ids``), then one more to list a paper stored under
-    two ids once (``papers.duplicates``). A slice
+    Reads the ids once, on first use, in two queries (``follows.selectors.user_newest_paper_ids``:
+    the followed subtrees' topics, then their newest papers merged), then one more to list a
+    paper stored under two ids once (``papers.duplicates``). A slice
     then loads its cards in one query on PostgreSQL (``topics.cards.paper_cards``).
     """
 

@@ -130,8 +130,9 @@ def user_papers(*, user, since: dt.datetime | dt.date | None = None) -> QuerySet
 def user_newest_paper_ids(*, user, limit: int, after: dt.date | None = None) -> list[int]:
     """Ids of the newest ``limit`` papers of :func:`user_papers` (the same papers, in the same
     order: submitted descending, then id descending), with ``after`` only those submitted
-    strictly after that date. One query, whose cost grows with the number of follows and
-    with ``limit`` (or the papers after ``after``), not with the followed topics' sizes: one
+    strictly after that date. One query (two from ``topics.selectors.MERGED_BRANCHES_MIN_ROWS``
+    papers on: the followed subtrees' topics first), whose cost grows with the number of
+    follows and with ``limit`` (or the papers after ``after``), not with the topics' sizes: one
     index range scan per topic of the followed subtrees and per followed author, and the
     saved searches' matches, each its own branch (``topics.selectors.topic_newest_paper_ids``;
     :func:`user_papers`' one ``OR`` of ``IN`` subqueries walked every paper newest first for

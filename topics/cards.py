@@ -14,12 +14,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db import connection
+from django.db import connection, connections, router
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Left
 from django.urls import reverse
 
 from papers.models import Authorship, Category, Paper, PaperAffiliation, author_slug
+from topicsite.compiled import CompiledQuery
+from topicsite.lookups import Ids
 
 from .models import Assignment, Topic
 from .selectors import (
@@ -261,11 +263,11 @@ _CARD_FIELDS = (
 )
 
 
-def _card_papers(paper_ids: list[int]) -> QuerySet[Paper]:
+def _card_papers(paper_ids: list[int] | Ids) -> QuerySet[Paper]:
     """The papers ``paper_ids`` with ``card_title`` and ``card_abstract``: no more of the title
     and abstract than a card can show (one character more, so clip_text knows to cut)."""
     return (
-        Paper.objects.filter(id__in=paper_ids)
+        Paper.objects.filter(id__any=paper_ids)
         .order_by()
         .annotate(
             card_title=Left("title", CARD_TITLE_CHARS + 1),
@@ -297,11 +299,29 @@ def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
     chips as ``(topic name, slug, path, group-level)`` tuples (see :func:`specific_chips`), each
     list in the card's order. One query, the lists as array subqueries (each an index range
     scan on the paper). PostgreSQL only."""
+    using = router.db_for_read(Paper)
+    sql, params = _CARD_ROWS.sql(using, papers=paper_ids)
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [
+        (
+            *row[:-7],
+            list(zip(row[-7], row[-6], strict=True)),
+            row[-5],
+            list(zip(*row[-4:], strict=True)),
+        )
+        for row in rows
+    ]
+
+
+def _card_rows_queryset(papers: Ids) -> QuerySet:
+    """The rows :func:`card_rows_postgresql` reads, as a ``values_list`` queryset."""
     authors, affiliations, chips = (
         lines.filter(paper_id=OuterRef("pk")) for lines in _card_lists()
     )
-    rows = (
-        _card_papers(paper_ids)
+    return (
+        _card_papers(papers)
         .annotate(
             card_authors=ArraySubquery(authors.values("author__name")),
             card_author_ids=ArraySubquery(authors.values("author_id")),
@@ -322,15 +342,11 @@ def card_rows_postgresql(paper_ids: list[int]) -> list[tuple]:
             "card_chip_group_level",
         )
     )
-    return [
-        (
-            *row[:-7],
-            list(zip(row[-7], row[-6], strict=True)),
-            row[-5],
-            list(zip(*row[-4:], strict=True)),
-        )
-        for row in rows
-    ]
+
+
+# Its SQL compiled once per database (building and compiling its seven array subqueries cost
+# 2.5 ms of CPU a page, more than PostgreSQL's reading of the 30 cards' rows).
+_CARD_ROWS = CompiledQuery(_card_rows_queryset, papers=Ids)
 
 
 def card_rows_portable(paper_ids: list[int]) -> list[tuple]:

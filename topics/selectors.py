@@ -96,6 +96,13 @@ _LIVE_PAPER_SQL = "p.deleted_at IS NULL AND NOT p.withdrawn"
 _BEFORE_SQL = " AND submitted <= %s AND (submitted < %s OR paper_id < %s)"
 # Rows submitted strictly after a date: the other end of the same index range.
 _AFTER_SQL = " AND submitted > %s"
+# From this many rows a topic on, PostgreSQL gets one branch per topic, which it plans as a
+# Merge Append of the topics' index scans under one Group: it reads the rows it returns and
+# few more, but plans ~0.035 ms a branch. Below it, one LATERAL scan per topic (no planning
+# per topic, every topic's rows read and sorted). At 1M papers, 20 topics: 1,001 rows 4.8 ms
+# LATERAL against 0.9 merged, 3,001 rows 16.9 against 1.5, 31 rows 0.32 against 0.77
+# (bench/README.md, "Issue 19, thirteenth session").
+MERGED_BRANCHES_MIN_ROWS = 150
 
 
 def topic_newest_paper_ids(
@@ -111,13 +118,16 @@ def topic_newest_paper_ids(
     """Ids of distinct papers that count (neither withdrawn nor deleted) with an accepted
     assignment to any topic of ``topic_ids``, ordered as :func:`topic_papers` (submitted
     descending, then id descending), ``limit`` of
-    them from position ``offset`` (0-based). One query; its cost grows with the number of
-    topics and with ``offset + limit``, not with the topics' sizes. ``topic_ids`` may be a
-    queryset of topics (on PostgreSQL it then runs inside the same query). ``extra_papers``,
-    papers from elsewhere (a saved search's), a queryset or several, are merged in the same
-    order, those that count only; each is its own branch of the query, so give each source
-    its own queryset rather than one OR of them (PostgreSQL cannot plan ``id IN (a) OR id IN
-    (b)`` as a join, and walked every paper newest first for a reader who followed neither).
+    them from position ``offset`` (0-based). One query (two when ``topic_ids`` is a queryset
+    and ``offset + limit`` reaches :data:`MERGED_BRANCHES_MIN_ROWS`: the topics are read
+    first, to plan a merge of their scans); its cost grows with the number of topics and
+    with ``offset + limit``, not with the topics' sizes. ``topic_ids`` may be a queryset of
+    topics (on PostgreSQL, below that many rows, it then runs inside the same query).
+    ``extra_papers``, papers from elsewhere (a saved search's), a queryset or several, are
+    merged in the same order, those that count only; each is its own branch of the query, so
+    give each source its own queryset rather than one OR of them (PostgreSQL cannot plan ``id
+    IN (a) OR id IN (b)`` as a join, and walked every paper newest first for a reader who
+    followed neither).
     ``author_ids``, a ``values("author_id")``-like queryset of authors (followed ones), merges
     their papers too: on PostgreSQL one range scan per author on
     ``authorship_author_newest_idx`` (authorships carry their paper's ``submitted``), each
@@ -144,10 +154,14 @@ def topic_newest_paper_ids(
     wanted = offset + limit
     assignment = connection.ops.quote_name(Assignment._meta.db_table)
     branches, params = [], []
-    if isinstance(topic_ids, QuerySet) and connection.vendor == "postgresql":
-        # The topics as a subquery, each joined to its newest rows (LATERAL): no query of
-        # their own.
-        topics_sql, topics_params = topic_ids.values("pk").query.sql_with_params()
+    merged = wanted >= MERGED_BRANCHES_MIN_ROWS or connection.vendor != "postgresql"
+    if not merged:
+        # The topics (a subquery, or the ids as an array), each joined to its newest rows
+        # (LATERAL): no query of their own.
+        if isinstance(topic_ids, QuerySet):
+            topics_sql, topics_params = topic_ids.values("pk").query.sql_with_params()
+        else:
+            topics_sql, topics_params = "SELECT unnest(%s::integer[])", [list(topic_ids)]
         branches.append(
             f"SELECT newest_rows.* FROM ({topics_sql}) subtree (id), LATERAL"
             f" (SELECT submitted, paper_id FROM {assignment} WHERE topic_id = subtree.id"

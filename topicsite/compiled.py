@@ -10,7 +10,9 @@ definition of the read (its conditions come from the models' own, such as
 ``papers.querysets.LIVE``), and the SQL is what Django would run.
 
 Only for values Django passes to the database as they are: ints and dates, on PostgreSQL
-(its backend adapts neither). An int marker is a negative number within PostgreSQL's
+(its backend adapts neither), and lists of ids given to the ``__any`` lookup as
+:class:`~topicsite.lookups.Ids` (one array parameter whatever their number, so the SQL keeps
+its shape). An int marker is a negative number within PostgreSQL's
 ``integer``: it suits ``integer`` and ``bigint`` columns (keys, counts), not a small-integer
 or positive-only field, whose lookups Django folds at compile time for a value outside their
 range (dropping the condition, or raising ``EmptyResultSet``): the first run then fails
@@ -28,6 +30,8 @@ from collections.abc import Callable
 from django.db import connections
 from django.db.models import QuerySet
 
+from topicsite.lookups import Ids, ids_array
+
 __all__ = ["CompiledQuery"]
 
 # Markers: ints and dates no caller passes (PostgreSQL integer's most negative values, far
@@ -39,11 +43,13 @@ _DATE_MARKER_BASE = dt.date(1, 1, 1)
 class CompiledQuery:
     """``build(**markers) -> QuerySet`` compiled once per database alias.
 
-    ``kinds`` names each value and its kind: ``{"author": int, "day": dt.date}``. ``build`` is
-    called with a marker for each (a distinct int or date), and must use every marker as a
-    query parameter (a filter value), each at least once. Raises ``ValueError`` when a
-    marker does not appear among the compiled parameters (it was folded into the SQL text,
-    or not used)."""
+    ``kinds`` names each value and its kind: ``{"author": int, "day": dt.date, "papers":
+    Ids}``. ``build`` is called with a marker for each (a distinct int or date, or an
+    :class:`~topicsite.lookups.Ids` of one such int for ``field__any=``), and must use every
+    marker as a query parameter (a filter value), each at least once. An ``Ids`` value is
+    given to :meth:`sql` as any iterable of ints, checked as ``Ids`` checks them
+    (``TypeError``, ``ValueError``). Raises ``ValueError`` when a marker does not appear
+    among the compiled parameters (it was folded into the SQL text, or not used)."""
 
     def __init__(self, build: Callable[..., QuerySet], **kinds: type) -> None:
         self._build = build
@@ -53,8 +59,10 @@ class CompiledQuery:
                 self._markers[name] = _INT_MARKER_BASE + index
             elif kind is dt.date:
                 self._markers[name] = _DATE_MARKER_BASE + dt.timedelta(days=index)
+            elif kind is Ids:
+                self._markers[name] = Ids([_INT_MARKER_BASE + index])
             else:
-                raise TypeError(f"{name}: markers are int or datetime.date, not {kind!r}")
+                raise TypeError(f"{name}: markers are int, datetime.date or Ids, not {kind!r}")
         self._compiled: dict[str, tuple[str, tuple, dict[int, str]]] = {}
         self._lock = threading.Lock()
 
@@ -68,7 +76,10 @@ class CompiledQuery:
         sql, params, positions = compiled
         filled = list(params)
         for position, name in positions.items():
-            filled[position] = values[name]
+            value = values[name]
+            if isinstance(self._markers[name], Ids):
+                value = ids_array(value.ids if isinstance(value, Ids) else Ids(value).ids)
+            filled[position] = value
         return sql, filled
 
     def _compile(self, using: str) -> tuple[str, tuple, dict[int, str]]:
@@ -77,6 +88,8 @@ class CompiledQuery:
         positions: dict[int, str] = {}
         for position, value in enumerate(params):
             for name, marker in self._markers.items():
+                if isinstance(marker, Ids):
+                    marker = ids_array(marker.ids)
                 if type(value) is type(marker) and value == marker:
                     positions[position] = name
         missing = set(self._markers) - set(positions.values())

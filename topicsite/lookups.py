@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from django.db.models import ForeignKey, IntegerField, Lookup
 
-__all__ = ["AnyOf", "Ids", "register"]
+__all__ = ["AnyOf", "Ids", "ids_array", "register"]
 
 # PostgreSQL's bigint, the array's element type.
 BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
@@ -50,6 +50,12 @@ class Ids:
         self.ids = _checked(ids)
 
 
+def ids_array(ids: list[int]) -> str:
+    """Checked ints (as :class:`Ids` holds them) as the text of a PostgreSQL array literal,
+    ``'{1,2,3}'``: the parameter ``AnyOf`` sends on PostgreSQL."""
+    return "{" + ",".join(map(str, ids)) + "}"
+
+
 class AnyOf(Lookup):
     """``lhs = ANY(rhs)``; ``rhs`` an iterable of ints or :class:`Ids` (each checked with
     ``int()`` and against the bigint range, so a string, a non-integer value or one out of
@@ -68,8 +74,7 @@ class AnyOf(Lookup):
         lhs, lhs_params = self.process_lhs(compiler, connection)
         values = self.rhs
         if connection.vendor == "postgresql":
-            array = "{" + ",".join(map(str, values)) + "}"
-            return f"{lhs} = ANY(%s::bigint[])", [*lhs_params, array]
+            return f"{lhs} = ANY(%s::bigint[])", [*lhs_params, ids_array(values)]
         if not values:
             return "1 = 0", list(lhs_params)
         return f"{lhs} IN ({', '.join(['%s'] * len(values))})", [*lhs_params, *values]

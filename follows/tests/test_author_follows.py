@@ -100,7 +100,7 @@ def test_feed_queries_do_not_grow_with_author_papers(author, django_assert_max_n
     follow_author_create(user=user, author=author)
     for n in range(25):
         paper_by(author, days_ago=n)
-    with django_assert_max_num_queries(3):
+    with django_assert_max_num_queries(4):
         cards = feed_card_papers(user=user)[0:30]
     with django_assert_max_num_queries(6):
         feed_mark(user=user, papers=cards, seen_before=None)

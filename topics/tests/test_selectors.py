@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from papers.tests.factories import PaperFactory
 from topics import caches, selectors, services
 from topics.assignments import assignment_decide
-from topics.models import Assignment, TopicStats
+from topics.models import Assignment, Topic, TopicStats
 from topics.tagging.engine import papers_tag
 from topics.tests.conftest import paper_in
 from topics.tests.factories import TopicFactory, UserFactory
@@ -21,13 +21,42 @@ def expected_ids(topic):
     return list(selectors.topic_papers(topic=topic).values_list("id", flat=True))
 
 
+@pytest.mark.parametrize("plan", ["lateral", "merged"])
 @pytest.mark.parametrize("offset, limit", [(0, 30), (0, 1), (3, 4), (5, 100), (14, 5), (40, 3)])
-def test_newest_ids_are_topic_papers_in_order_from_any_offset(papers_tree, offset, limit):
+def test_newest_ids_are_topic_papers_in_order_from_any_offset(
+    papers_tree, offset, limit, plan, monkeypatch
+):
+    """Both plans (one LATERAL scan per topic below ``MERGED_BRANCHES_MIN_ROWS`` rows, one
+    branch per topic merged from it on) give the topics' papers in order, the topics given as
+    ids or as a queryset."""
+    threshold = 10**9 if plan == "lateral" else 1
+    monkeypatch.setattr(selectors, "MERGED_BRANCHES_MIN_ROWS", threshold)
     parent, children, grandchild = papers_tree
     for topic in [parent, *children, grandchild]:
         subtree = selectors.topic_subtree_ids(topic=topic)
+        expected = expected_ids(topic)[offset : offset + limit]
         got = selectors.topic_newest_paper_ids(topic_ids=subtree, limit=limit, offset=offset)
-        assert got == expected_ids(topic)[offset : offset + limit]
+        assert got == expected
+        as_queryset = Topic.objects.filter(pk__in=subtree)
+        got = selectors.topic_newest_paper_ids(topic_ids=as_queryset, limit=limit, offset=offset)
+        assert got == expected
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the plan choice is PostgreSQL's")
+def test_many_rows_merge_one_branch_per_topic_few_rows_scan_laterally(papers_tree):
+    """From ``MERGED_BRANCHES_MIN_ROWS`` rows on, a queryset of topics is read first and each
+    topic gets its own branch (PostgreSQL merges their index scans); below it, the topics
+    are a subquery of the one statement."""
+    parent, _, _ = papers_tree
+    subtree = Topic.objects.filter(pk__in=selectors.topic_subtree_ids(topic=parent))
+    many = selectors.MERGED_BRANCHES_MIN_ROWS
+    with CaptureQueriesContext(connection) as few_rows:
+        selectors.topic_newest_paper_ids(topic_ids=subtree, limit=many - 1)
+    with CaptureQueriesContext(connection) as many_rows:
+        selectors.topic_newest_paper_ids(topic_ids=subtree, limit=many)
+    assert len(few_rows) == 1 and "LATERAL" in few_rows[0]["sql"]
+    assert len(many_rows) == 2 and "LATERAL" not in many_rows[1]["sql"]
+    assert many_rows[1]["sql"].count("UNION ALL") == len(subtree) - 1
 
 
 def test_newest_ids_count_a_paper_under_two_children_once(papers_tree):

@@ -10,6 +10,7 @@ from django.db import connection
 from papers.models import Paper
 from papers.tests.factories import PaperFactory
 from topicsite.compiled import CompiledQuery
+from topicsite.lookups import Ids
 
 pytestmark = pytest.mark.django_db
 
@@ -63,3 +64,29 @@ def test_a_value_not_given_is_a_key_error():
     compiled = CompiledQuery(lambda paper: Paper.objects.filter(pk=paper), paper=int)
     with pytest.raises(KeyError):
         compiled.sql("default")
+
+
+def test_a_list_of_ids_is_one_array_parameter_of_any_length():
+    """An ``Ids`` marker (``field__any=``): the compiled SQL keeps its shape for lists of any
+    length, empty included, and gives what the queryset gives; values are checked as
+    ``Ids`` checks them, before any SQL."""
+    papers = [PaperFactory(withdrawn=n == 2) for n in range(6)]
+    built = []
+
+    def build(papers, floor):
+        built.append(papers)
+        return Paper.objects.live().filter(pk__any=papers, pk__gt=floor).values_list("pk")
+
+    compiled = CompiledQuery(build, papers=Ids, floor=int)
+    pks = [p.pk for p in papers]
+    for chosen in ([], pks[:1], pks, [pks[3], pks[2], 10**12], Ids(pks[1:4])):
+        listed = chosen.ids if isinstance(chosen, Ids) else chosen
+        expected = sorted(
+            Paper.objects.live().filter(pk__in=listed, pk__gt=pks[0]).values_list("pk", flat=True)
+        )
+        assert sorted(_run(compiled, papers=chosen, floor=pks[0])) == expected
+    assert len(built) == 1
+    with pytest.raises(TypeError):
+        compiled.sql("default", papers="1,2", floor=0)
+    with pytest.raises(ValueError, match="out of range"):
+        compiled.sql("default", papers=[2**63], floor=0)
