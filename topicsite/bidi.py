@@ -29,7 +29,8 @@ def _moves(char: str) -> bool:
 def needs_isolation(text: str) -> bool:
     """True when ``text`` holds a right-to-left letter (or the right-to-left mark U+200F) or
     a bidi embedding, override or isolate control (U+202A–U+202E, U+2066–U+2069)."""
-    return any(_moves(char) for char in text)
+    # ASCII holds none of them (and str.isascii() reads a flag, not the characters).
+    return not text.isascii() and any(_moves(char) for char in text)
 
 
 def isolate(text: object) -> SafeString:
