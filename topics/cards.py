@@ -345,7 +345,9 @@ def _card_rows_queryset(papers: Ids) -> QuerySet:
 
 
 # Its SQL compiled once per database (building and compiling its seven array subqueries cost
-# 2.5 ms of CPU a page, more than PostgreSQL's reading of the 30 cards' rows).
+# 2.5 ms of CPU a page, more than PostgreSQL's reading of the 30 cards' rows). CARD_SHOWN and
+# the clip lengths are compiled into it: code that changes them at run time (a test) clears
+# ``_CARD_ROWS._compiled`` too.
 _CARD_ROWS = CompiledQuery(_card_rows_queryset, papers=Ids)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import F, Func, IntegerField, OuterRef, QuerySet, Subquery
 from django.utils import timezone
@@ -159,9 +160,13 @@ def topic_newest_paper_ids(
         # The topics (a subquery, or the ids as an array), each joined to its newest rows
         # (LATERAL): no query of their own.
         if isinstance(topic_ids, QuerySet):
-            topics_sql, topics_params = topic_ids.values("pk").query.sql_with_params()
+            try:
+                topics_sql, topics_params = topic_ids.values("pk").query.sql_with_params()
+            except EmptyResultSet:  # Topic.objects.none() and the like: no topic
+                topics_sql, topics_params = "SELECT NULL::bigint WHERE false", []
         else:
-            topics_sql, topics_params = "SELECT unnest(%s::integer[])", [list(topic_ids)]
+            # bigint: the topics' keys (BigAutoField), whatever their size.
+            topics_sql, topics_params = "SELECT unnest(%s::bigint[])", [list(topic_ids)]
         branches.append(
             f"SELECT newest_rows.* FROM ({topics_sql}) subtree (id), LATERAL"
             f" (SELECT submitted, paper_id FROM {assignment} WHERE topic_id = subtree.id"

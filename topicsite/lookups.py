@@ -15,6 +15,7 @@ as it is. The array goes to PostgreSQL as one text literal (``'{1,2,3}'::bigint[
 in one ``join``, not adapted element by element.
 """
 
+import numbers
 from collections.abc import Iterable
 
 from django.db.models import ForeignKey, IntegerField, Lookup
@@ -25,13 +26,23 @@ __all__ = ["AnyOf", "Ids", "ids_array", "register"]
 BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 
 
+def _id(value) -> int:
+    """One id as an int: ``TypeError`` for a bool or a number with a fraction's type (a
+    float, a Decimal: ``int()`` would cut 1.9 to 1) or a value ``int()`` refuses."""
+    if isinstance(value, bool) or (
+        isinstance(value, numbers.Number) and not isinstance(value, numbers.Integral)
+    ):
+        raise TypeError(f"ids are integers, not {type(value).__name__}: {value!r}")
+    return int(value)
+
+
 def _checked(values) -> list[int]:
     """``values`` as ints that fit a bigint: ``TypeError`` for a string (which would be read
-    digit by digit) or a value ``int()`` refuses, ``ValueError`` for text that is no
-    integer or an integer out of range, before any SQL is sent."""
+    digit by digit), a bool, a float or Decimal or a value ``int()`` refuses, ``ValueError``
+    for text that is no integer or an integer out of range, before any SQL is sent."""
     if isinstance(values, str | bytes):
         raise TypeError(f"ids are integers, not a string: {values[:40]!r}")
-    ids = [int(value) for value in values]
+    ids = [_id(value) for value in values]
     for value in ids:
         if not BIGINT_MIN <= value <= BIGINT_MAX:
             raise ValueError(f"id {value} is out of range for a 64-bit integer")

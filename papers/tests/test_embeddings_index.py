@@ -292,25 +292,27 @@ def test_the_index_file_keeps_its_name_under_the_sites_postgresql_backend(monkey
 def test_stored_matrix_reads_the_file_and_postgresql_for_what_it_lacks(
     encoder, index_dir, papers, monkeypatch, django_assert_num_queries
 ):
-    """``stored_matrix``: the vectors the index file holds come from it without a query, in
-    the order asked, each within half precision of the stored one; a paper the file lacks is
-    read from PostgreSQL in one query; a paper without a vector is left out."""
+    """``stored_matrix``: PostgreSQL says which papers have a vector (one query of ids); the
+    vectors the index file holds come from it, in the order asked, each within half
+    precision of the stored one; a paper the file lacks is read from PostgreSQL in one
+    query more; a paper without a vector is left out."""
     reopen_now(monkeypatch)
     embed_papers([p.pk for p in papers[:4]])
     stored = load_vectors([p.pk for p in papers[:4]])
     order = [papers[2].pk, papers[0].pk, papers[3].pk, papers[1].pk, papers[2].pk]
 
-    with django_assert_num_queries(0):
+    with django_assert_num_queries(1) as queries:
         ids, matrix = vector_index.stored_matrix(
             order, model=encoder.model_id, dimension=encoder.dimension
         )
+    assert '"vector"' not in queries.captured_queries[0]["sql"]
     assert ids == order[:4]
     assert matrix.dtype == np.float32 and matrix.shape == (4, encoder.dimension)
     assert matrix.flags["C_CONTIGUOUS"]
     for row, pk in enumerate(ids):
         assert np.abs(matrix[row] - stored[pk]).max() <= vector_index.SAME_VECTOR_TOLERANCE
 
-    # papers[4] gets a vector in PostgreSQL only (its file update lost); papers[0] has none.
+    # papers[4] gets a vector in PostgreSQL only (its file update lost).
     PaperEmbedding.objects.create(
         paper=papers[4],
         model=encoder.model_id,
@@ -318,9 +320,9 @@ def test_stored_matrix_reads_the_file_and_postgresql_for_what_it_lacks(
         vector=vector_to_bytes(stored[papers[3].pk]),
         text_sha256="0" * 64,
     )
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(2):
         ids, matrix = vector_index.stored_matrix(
-            [papers[4].pk, papers[1].pk, 10**9],
+            [papers[4].pk, papers[1].pk, 10**9, -3],
             model=encoder.model_id,
             dimension=encoder.dimension,
         )
@@ -328,33 +330,60 @@ def test_stored_matrix_reads_the_file_and_postgresql_for_what_it_lacks(
     assert np.array_equal(matrix[0], stored[papers[3].pk])
 
 
-@pytest.mark.parametrize("where", ["file", "no file"])
-def test_stored_matrix_leaves_out_damaged_vectors(encoder, index_dir, papers, monkeypatch, where):
-    """A vector of NaNs in the file, or a stored row cut short or of NaNs without a file, is
-    left out; the others stay, in order."""
+def test_stored_matrix_follows_postgresql_where_the_file_is_out_of_step(
+    encoder, index_dir, papers, monkeypatch
+):
+    """The file still holding a paper whose row went, or whose row now holds another model's
+    vector: left out, as PostgreSQL says; a file vector that is not of unit length (zeroed
+    in place, say) is read from PostgreSQL instead of used."""
     reopen_now(monkeypatch)
     embed_papers([p.pk for p in papers])
-    if where == "file":
-        IndexWriter(encoder.model_id, encoder.dimension).update(
-            {papers[1].pk: np.full(encoder.dimension, np.nan, dtype=np.float32)}
-        )
-    else:
-        index_path(encoder.model_id).unlink()
-        vector_index._forget_reader(index_path(encoder.model_id))
-        vector = load_vectors([papers[1].pk])[papers[1].pk]
-        PaperEmbedding.objects.filter(paper=papers[1]).update(
-            vector=vector_to_bytes(np.full_like(vector, np.nan))
-        )
-        PaperEmbedding.objects.filter(paper=papers[3]).update(vector=vector_to_bytes(vector[:50]))
+    stored = load_vectors([p.pk for p in papers])
+    PaperEmbedding.objects.filter(paper=papers[0]).delete()
+    PaperEmbedding.objects.filter(paper=papers[1]).update(model="another-model")
+    IndexWriter(encoder.model_id, encoder.dimension).update(
+        {papers[2].pk: np.zeros(encoder.dimension, dtype=np.float32)}
+    )
 
     ids, matrix = vector_index.stored_matrix(
         [p.pk for p in papers], model=encoder.model_id, dimension=encoder.dimension
     )
 
-    expected = [p.pk for p in papers if p != papers[1] and (where == "file" or p != papers[3])]
+    assert ids == [papers[2].pk, papers[3].pk, papers[4].pk]
+    assert np.array_equal(matrix[0], stored[papers[2].pk])
+
+
+@pytest.mark.parametrize("where", ["file", "no file"])
+def test_stored_matrix_leaves_out_damaged_vectors(encoder, index_dir, papers, monkeypatch, where):
+    """A vector of NaNs in the file is read from PostgreSQL instead; a stored row cut short
+    or of NaNs is left out; the others stay, in order."""
+    reopen_now(monkeypatch)
+    embed_papers([p.pk for p in papers])
+    vector = load_vectors([papers[1].pk])[papers[1].pk]
+    if where == "file":
+        IndexWriter(encoder.model_id, encoder.dimension).update(
+            {papers[1].pk: np.full(encoder.dimension, np.nan, dtype=np.float32)}
+        )
+    PaperEmbedding.objects.filter(paper=papers[3]).update(
+        vector=vector_to_bytes(np.full_like(vector, np.nan))
+    )
+    if where == "no file":
+        index_path(encoder.model_id).unlink()
+        vector_index._forget_reader(index_path(encoder.model_id))
+        PaperEmbedding.objects.filter(paper=papers[1]).update(vector=vector_to_bytes(vector[:50]))
+
+    ids, matrix = vector_index.stored_matrix(
+        [p.pk for p in papers], model=encoder.model_id, dimension=encoder.dimension
+    )
+
+    kept = [p for p in papers if p != papers[1] or where == "file"]
+    # papers[3]'s file copy is sound (the row was damaged after the file was written).
+    expected = [p.pk for p in kept if where == "file" or p != papers[3]]
     assert ids == expected
     assert matrix.shape == (len(expected), encoder.dimension)
     assert np.isfinite(matrix).all()
+    if where == "file":
+        assert np.array_equal(matrix[1], vector)
 
 
 def test_stored_matrix_of_another_dimension_reads_postgresql(encoder, index_dir, papers):
@@ -365,3 +394,20 @@ def test_stored_matrix_of_another_dimension_reads_postgresql(encoder, index_dir,
         [p.pk for p in papers], model=encoder.model_id, dimension=encoder.dimension + 1
     )
     assert ids == [] and matrix.shape == (0, encoder.dimension + 1)
+
+
+@pytest.mark.parametrize("with_file", [True, False])
+def test_stored_matrix_refuses_ids_that_are_no_64_bit_integers(
+    encoder, index_dir, papers, with_file
+):
+    """An id beyond 64 bits or not an integer is refused before any query, file or not; a
+    negative id is no paper's."""
+    if with_file:
+        embed_papers([p.pk for p in papers])
+    for bad, error in (([2**63], ValueError), ([2**64], ValueError), (["x"], ValueError)):
+        with pytest.raises(error):
+            vector_index.stored_matrix(bad, model=encoder.model_id, dimension=encoder.dimension)
+    ids, _ = vector_index.stored_matrix(
+        [-1, papers[0].pk], model=encoder.model_id, dimension=encoder.dimension
+    )
+    assert ids == ([papers[0].pk] if with_file else [])

@@ -42,6 +42,20 @@ def test_newest_ids_are_topic_papers_in_order_from_any_offset(
         assert got == expected
 
 
+@pytest.mark.parametrize("plan", ["lateral", "merged"])
+def test_newest_ids_of_a_topic_keyed_past_32_bits_and_of_no_topic(plan, monkeypatch):
+    """Topic keys are 64-bit: a key above 2^31 - 1 is read by both plans, as a list and as a
+    queryset (the LATERAL plan's array of keys was 32-bit: a 500 on the topic page); a
+    queryset that can match nothing gives nothing."""
+    monkeypatch.setattr(selectors, "MERGED_BRANCHES_MIN_ROWS", 10**9 if plan == "lateral" else 1)
+    topic = TopicFactory(id=2**31 + 5, name="Far key")
+    paper = paper_in(topic)
+    assert selectors.topic_newest_paper_ids(topic_ids=[topic.pk], limit=10) == [paper.pk]
+    as_queryset = Topic.objects.filter(pk=topic.pk)
+    assert selectors.topic_newest_paper_ids(topic_ids=as_queryset, limit=10) == [paper.pk]
+    assert selectors.topic_newest_paper_ids(topic_ids=Topic.objects.none(), limit=10) == []
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the plan choice is PostgreSQL's")
 def test_many_rows_merge_one_branch_per_topic_few_rows_scan_laterally(papers_tree):
     """From ``MERGED_BRANCHES_MIN_ROWS`` rows on, a queryset of topics is read first and each

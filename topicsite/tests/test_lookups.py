@@ -1,5 +1,7 @@
 """``field__any=[ids]`` (topicsite/lookups.py): the same rows as ``__in``, one array parameter."""
 
+from decimal import Decimal
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -70,10 +72,14 @@ def test_ids_give_the_same_rows_as_a_list_without_django_walking_them(monkeypatc
         Ids(["1; DROP TABLE papers_paper"])
 
 
-@pytest.mark.parametrize("bad", [[2**63], [-(2**63) - 1], [10**30], "123", b"12"])
+@pytest.mark.parametrize(
+    "bad",
+    [[2**63], [-(2**63) - 1], [10**30], "123", b"12", [1.9], [True], [Decimal("2.5")], [2.0]],
+)
 def test_ids_out_of_range_or_a_string_are_refused_before_any_sql(bad):
     """A string would be read digit by digit (``"123"`` as ids 1, 2, 3); an id outside
-    PostgreSQL's bigint was a ``DataError`` from the server."""
+    PostgreSQL's bigint was a ``DataError`` from the server; ``int()`` cut a float or a
+    Decimal to another id (1.9 as 1) and read a bool as 0 or 1."""
     from topicsite.lookups import Ids
 
     with CaptureQueriesContext(connection) as captured:
