@@ -20,7 +20,11 @@ that CPU from the server it measures.
 The defaults (2 ``gthread`` workers x 2 threads, 8 connections) did as well as any other
 setting tried on the 2-core machine (3 sync workers; 3 x 2 threads with 12 connections): a
 cached page costs gunicorn about 1 ms of CPU whatever the worker class, so the figure is
-what the server is left of the 2 cores; gthread also keeps connections alive.
+what the server is left of the 2 cores; gthread also keeps connections alive. Each worker
+takes at most its share of the connections (``--worker-connections``, connections /
+workers rounded up): left to race for them, one worker could take all of them when wrk
+connected, and that mode then ran on about 1.2 cores instead of 1.8 (bench/README.md,
+"Issue 19, thirteenth session").
 
 For each mode the script starts gunicorn (``topicsite.wsgi``; ``--workers`` workers of
 ``--worker-class``, ``--threads`` threads each for ``gthread``; no access log, log level
@@ -358,6 +362,7 @@ def wait_until_up(port: int, url: str, seconds: float = 60, headers: dict | None
             conn.request("GET", url, headers=headers or {})
             response = conn.getresponse()
             body = response.read()
+            conn.close()  # not left holding one of a worker's connections
             if response.status != 200:
                 raise SystemExit(f"GET {url}: {response.status}")
             return len(body)
@@ -404,6 +409,11 @@ def run_mode(mode: str, generator: str, options, urls: list[str], cookie: str = 
             options.worker_class,
             "--threads",
             str(options.threads),
+            # Each worker holds its share of the load generator's keep-alive connections: left
+            # to race for them, one gthread worker could take all eight at the start, and a
+            # mode then ran on 1.2 cores instead of 1.8 (a run in two, any mode).
+            "--worker-connections",
+            str(-(-options.connections // options.workers)),
             "--keep-alive",
             "30",
             "--backlog",
