@@ -29,6 +29,8 @@ BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 def _id(value) -> int:
     """One id as an int: ``TypeError`` for a bool or a number with a fraction's type (a
     float, a Decimal: ``int()`` would cut 1.9 to 1) or a value ``int()`` refuses."""
+    if type(value) is int:  # nearly every id: no check to make (a bool's type is bool)
+        return value
     if isinstance(value, bool) or (
         isinstance(value, numbers.Number) and not isinstance(value, numbers.Integral)
     ):

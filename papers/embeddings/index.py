@@ -542,11 +542,12 @@ def stored_matrix(
     (tagging reads PostgreSQL). Duplicate ids are read once, at their first place. Raises
     ``TypeError`` or ``ValueError`` for an id that is no 64-bit integer
     (:class:`~topicsite.lookups.Ids`), before any query."""
-    ids = list(dict.fromkeys(Ids(paper_ids).ids))
+    checked = Ids(paper_ids)
+    checked.ids = ids = list(dict.fromkeys(checked.ids))
     if ids:
         stored = set(
             PaperEmbedding.objects.filter(
-                paper_id__any=Ids(ids), model=model, dimension=dimension
+                paper_id__any=checked, model=model, dimension=dimension
             ).values_list("paper_id", flat=True)
         )
         ids = [pk for pk in ids if pk in stored]
@@ -569,7 +570,6 @@ def stored_matrix(
         vectors = load_vectors([ids[row] for row in missing], model=model)
         for row in missing:
             vector = vectors.get(ids[row])
-            matrix[row] = 0.0
             if vector is not None and vector.shape == (dimension,):
                 matrix[row] = vector
                 found[row] = True
